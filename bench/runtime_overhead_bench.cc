@@ -1,0 +1,73 @@
+// Runtime overhead per request: Submit -> resolved future, with a no-op backend.
+//
+// Each iteration submits kRequests requests from P producer threads (the seed's
+// mix: half 20-token queries, half 400-token passages), waits for every future,
+// and counts them as items, so items_per_second gives requests/s and the reported
+// ns_per_request = 1e9 / items_per_second. Budget, batch size and max_wait are
+// the seed's (4096 tokens, 64, 4 ms); the 4 ms tail of the last batch is
+// amortised over the 20,000 requests of an iteration (0.2 ns per request).
+// Run with bench/compare_overhead.py, which also runs the seed's Python scheduler
+// on the same workload and prints the ratio.
+#include <benchmark/benchmark.h>
+
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "tokenbatch/runtime/batcher.h"
+
+namespace tokenbatch {
+namespace {
+
+constexpr int kRequests = 20000;
+
+using NoopBatcher = Batcher<std::uint32_t, std::uint32_t>;
+
+absl::StatusOr<std::vector<std::uint32_t>> NoopBackend(std::span<const std::uint32_t> batch) {
+  return std::vector<std::uint32_t>(batch.begin(), batch.end());
+}
+
+void BM_SubmitToResolvedFuture(benchmark::State& state) {
+  const int producers = static_cast<int>(state.range(0));
+  BatcherOptions o;
+  o.scheduler.cost_model = CostModel::Sum();
+  o.scheduler.policy = static_cast<PackingPolicy>(state.range(1));
+  o.scheduler.max_batch_tokens = 4096;
+  o.scheduler.max_batch_size = 64;
+  o.scheduler.max_wait = std::chrono::milliseconds(4);
+  o.scheduler.max_queue_size = 0;
+  auto batcher = std::move(*NoopBatcher::Create(o, NoopBackend));
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        const int n = kRequests / producers;
+        std::vector<std::future<NoopBatcher::Result>> futures;
+        futures.reserve(n);
+        for (int i = 0; i < n; ++i) {
+          const std::uint32_t tokens = (i + p) % 2 ? 20 : 400;
+          futures.push_back(std::move(batcher->Submit(std::uint32_t(i), tokens)->result));
+        }
+        for (auto& f : futures) benchmark::DoNotOptimize(f.get());
+      });
+    }
+    for (auto& t : threads) t.join();
+  }
+  state.SetItemsProcessed(state.iterations() * kRequests);
+  const MetricsSnapshot m = batcher->metrics();
+  state.counters["mean_batch_size"] = m.batch_size.mean();
+}
+
+BENCHMARK(BM_SubmitToResolvedFuture)
+    ->ArgNames({"producers", "policy"})
+    ->Args({1, static_cast<int>(PackingPolicy::kFifo)})
+    ->Args({2, static_cast<int>(PackingPolicy::kFifo)})
+    ->Args({1, static_cast<int>(PackingPolicy::kLengthAware)})
+    ->Args({2, static_cast<int>(PackingPolicy::kLengthAware)})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace tokenbatch
+
+BENCHMARK_MAIN();

@@ -1,0 +1,123 @@
+// Scheduler: the sans-IO token-budget batching policy.
+//
+// Plain data in, decisions out. The driver (the threaded Batcher, the simulator,
+// a test) tells the Scheduler about requests (Enqueue, Remove) and asks it what to
+// do now (Next), passing `now` and the effective budget on every call. The
+// Scheduler never reads a clock, never sleeps, owns no threads and takes no locks;
+// it only keeps the queue of request metadata (ids, token counts, times). Payloads
+// stay with the driver.
+//
+// Decision rule (Next):
+//   1. Requests whose deadline is < now leave the queue and are returned in
+//      `expired` (resolve them with DeadlineExceeded; never dispatch them).
+//   2. The anchor is the oldest request of the highest non-empty priority level.
+//      The packing policy (SchedulerOptions::policy) forms a batch around it
+//      within the budget and max_batch_size. The anchor is always included, even
+//      when an AIMD-shrunk budget is below its own cost (it was admitted against
+//      max_batch_tokens and must not starve).
+//   3. The batch is dispatched if it is ready: the policy stopped because the next
+//      candidate did not fit (budget) or max_batch_size was reached; or cost >=
+//      early_dispatch_fraction × budget; or the anchor has waited >= max_wait; or
+//      the driver is draining. (kBucketed may instead dispatch another bucket's
+//      ready batch while the anchor's bucket waits for company.)
+//   4. Otherwise nothing is dispatched and `wake_at` says when to ask again:
+//      anchor arrival + max_wait, or an earlier deadline.
+//
+//   Example (seed note, fifo, sum cost, budget 4096): A 30, B 1800, C 300, D 1200,
+//   E 1500 arrive together -> [A B C D] (cost 3330; E would make 4830 > 4096),
+//   then [E] after max_wait.
+//
+// Thread-safety: none. A Scheduler is a plain object; the driver serialises calls
+// (the Batcher holds its mutex around them). No method blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/request.h"
+#include "tokenbatch/core/scheduler_options.h"
+
+namespace tokenbatch {
+
+// Why a batch was dispatched (for metrics and tests).
+enum class DispatchReason {
+  kNone,           // nothing dispatched
+  kBudgetFull,     // the next candidate would have exceeded the budget
+  kMaxBatchSize,   // max_batch_size reached
+  kEarlyDispatch,  // cost >= early_dispatch_fraction × budget
+  kMaxWait,        // the anchor waited max_wait
+  kDrain,          // the driver is draining (shutdown)
+};
+
+// Per-call inputs of Next().
+struct DecisionContext {
+  // Effective budget in the cost model's unit; the runtime passes its AIMD value
+  // (<= max_batch_tokens). Values < 1 are treated as 1.
+  std::int64_t budget = 0;
+  // True while shutting down with drain: dispatch whatever is queued, no waiting.
+  bool drain = false;
+};
+
+struct Decision {
+  // Request ids of the batch to run now, anchor first; empty if none.
+  std::vector<RequestId> batch;
+  BatchShape shape;                // of `batch`
+  std::int64_t cost = 0;           // of `batch`, in the cost model's unit
+  DispatchReason reason = DispatchReason::kNone;
+  // Requests removed because their deadline passed; the driver resolves them with
+  // DeadlineExceeded.
+  std::vector<RequestId> expired;
+  // Only meaningful when `batch` is empty: call Next again at this time at the
+  // latest (earlier on Enqueue/Remove). Unset: the queue is empty.
+  std::optional<TimePoint> wake_at;
+};
+
+struct EnqueueOutcome {
+  // True if the new request may make a batch ready or moves the next wake time
+  // earlier: an idle worker should call Next now. False: the last wake_at stands.
+  bool wake_worker = false;
+};
+
+class Scheduler {
+ public:
+  // Errors: InvalidArgument if Validate(options) fails.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues one request (already admitted by PlanAdmission, so tokens <=
+  // max_input_tokens). On error nothing is queued.
+  // Errors: InvalidArgument (tokens < 1, duplicate id); Oversize (tokens >
+  // max_input_tokens); QueueFull (max_queue_size or max_queued_tokens reached).
+  [[nodiscard]] absl::StatusOr<EnqueueOutcome> Enqueue(const RequestSpec& spec);
+
+  // Whether `requests` more requests with `tokens` tokens in all would fit the
+  // queue limits now. Lets a driver queue the windows of a split request all or
+  // nothing. Errors: QueueFull naming the limit.
+  [[nodiscard]] absl::Status CheckCapacity(std::size_t requests, std::int64_t tokens) const;
+
+  // Removes a queued request (cancellation). Returns false if it is not queued
+  // (already dispatched, expired or unknown).
+  bool Remove(RequestId id);
+
+  // The decision at `now`; see the overview. O(batch · log n) plus expiries.
+  [[nodiscard]] Decision Next(TimePoint now, const DecisionContext& context);
+
+  [[nodiscard]] std::size_t queued_requests() const;
+  [[nodiscard]] std::int64_t queued_tokens() const;
+  [[nodiscard]] const SchedulerOptions& options() const;
+
+ private:
+  struct State;
+  explicit Scheduler(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tokenbatch

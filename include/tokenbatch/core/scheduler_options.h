@@ -1,0 +1,102 @@
+// SchedulerOptions: the limits and policies of the token-budget scheduler.
+//
+// One options struct, every field documented with its unit and default. The
+// defaults fit a padded encoder backend (libtorch/TorchScript) serving mixed
+// embedding traffic. Validate() checks a struct before use; the Scheduler refuses
+// invalid options. Plain value type: copy freely, no thread-safety concerns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/request.h"
+
+namespace tokenbatch {
+
+// How queued requests are chosen for the next batch. Every policy puts the oldest
+// request of the highest non-empty priority level into the next batch it forms
+// (the anchor), so no request starves within its level.
+enum class PackingPolicy {
+  // The seed's greedy packing: take requests in arrival order until the next one
+  // would exceed the budget or max_batch_size. The baseline.
+  // Waiting bound: a request is in one of the first k+1 batches dispatched after
+  // it arrives, k = requests of its level queued before it.
+  kFifo,
+  // Length buckets (bucket_bounds): a batch holds one bucket's requests, in
+  // arrival order. When the anchor's bucket cannot fill a batch yet, a full batch
+  // of another bucket may go first.
+  // Waiting bound: once a request is the oldest of its level, it is dispatched by
+  // the first decision at or after arrival + max_wait that finds a worker free.
+  kBucketed,
+  // The default: the anchor plus the queued requests of its level whose lengths
+  // are closest to the anchor's, nearest first, while the cost fits. Similar
+  // lengths keep padding low under the padded and memory cost models.
+  // Waiting bound: as kFifo (every batch holds the oldest request).
+  kLengthAware,
+};
+
+// What to do with a request whose own cost exceeds the budget, or whose tokens
+// exceed max_input_tokens.
+enum class OversizePolicy {
+  kReject,    // fail at submit with Oversize, naming the token count and the limit
+  kTruncate,  // keep the first max_input_tokens tokens
+  kSplit,     // sliding windows of max_input_tokens with split_overlap_tokens overlap;
+              // the windows are scheduled as independent requests and merged
+};
+
+struct SchedulerOptions {
+  // The unit of max_batch_tokens. Default: padded (B × Lmax), the cost a padded
+  // backend really pays.
+  CostModel cost_model = CostModel::Padded();
+  // The batch budget in the cost model's unit (tokens; bytes for `memory`).
+  // Boundary inclusive: a batch whose cost == budget fits. The seed's value.
+  std::int64_t max_batch_tokens = 4096;
+  // Most requests in one batch (the seed's 64).
+  std::int64_t max_batch_size = 64;
+  // Longest time the oldest request of a forming batch waits for company before
+  // the batch is dispatched anyway (the seed's 4 ms). 0 = never wait.
+  Duration max_wait = std::chrono::milliseconds(4);
+  // Dispatch without waiting once cost >= fraction × budget (the seed's 0.9).
+  // In (0, 1].
+  double early_dispatch_fraction = 0.9;
+  PackingPolicy policy = PackingPolicy::kLengthAware;
+  // kBucketed only: ascending upper bounds (inclusive, tokens) of the length
+  // buckets; lengths above the last bound share one last bucket.
+  std::vector<std::int64_t> bucket_bounds = {16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  // kLengthAware only: at most this many candidates are examined per batch beyond
+  // the anchor, which bounds a decision's work at O(lookahead · log n).
+  std::int64_t length_aware_lookahead = 512;
+  // Longest request accepted as is, in tokens. 0 = derived: the largest length
+  // whose single-request cost fits max_batch_tokens.
+  std::int64_t max_input_tokens = 0;
+  OversizePolicy oversize = OversizePolicy::kReject;
+  // kSplit only: tokens shared by consecutive windows (< the window size).
+  std::int64_t split_overlap_tokens = 32;
+  // Backpressure: most requests queued at once (after splitting). 0 = unlimited.
+  std::size_t max_queue_size = 65536;
+  // Backpressure: most tokens queued at once. 0 = unlimited.
+  std::int64_t max_queued_tokens = 0;
+};
+
+// Checks every field. Errors: InvalidArgument naming the first bad field and value.
+[[nodiscard]] absl::Status Validate(const SchedulerOptions& options);
+
+// The effective max_input_tokens: the option if set, else the largest length whose
+// single-request cost fits max_batch_tokens, and never more than that length.
+[[nodiscard]] std::int64_t EffectiveMaxInputTokens(const SchedulerOptions& options);
+
+// Names for flags and logs: "fifo", "bucketed", "length_aware"; "reject",
+// "truncate", "split".
+[[nodiscard]] std::string_view PackingPolicyName(PackingPolicy policy);
+[[nodiscard]] std::string_view OversizePolicyName(OversizePolicy policy);
+// Parse the names above (also "length-aware"). Errors: InvalidArgument listing the
+// accepted names.
+[[nodiscard]] absl::StatusOr<PackingPolicy> ParsePackingPolicy(std::string_view name);
+[[nodiscard]] absl::StatusOr<OversizePolicy> ParseOversizePolicy(std::string_view name);
+
+}  // namespace tokenbatch

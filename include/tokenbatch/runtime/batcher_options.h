@@ -1,0 +1,37 @@
+// BatcherOptions: the threaded runtime's settings, around the core's options.
+// Plain value type; every field documented with its unit and default.
+#pragma once
+
+#include <optional>
+
+#include "tokenbatch/core/request.h"
+#include "tokenbatch/core/scheduler_options.h"
+#include "tokenbatch/runtime/aimd_budget.h"
+
+namespace tokenbatch {
+
+// What Shutdown does with requests still queued (not yet dispatched).
+enum class ShutdownMode {
+  kDrain,         // dispatch them all (no max_wait), then stop
+  kCancelQueued,  // resolve them with ShuttingDown; in-flight batches still finish
+};
+
+struct BatcherOptions {
+  SchedulerOptions scheduler;
+  // Worker threads, one per model instance; each runs one batch at a time. >= 1.
+  int num_workers = 1;
+  AimdOptions aimd;
+  // What the destructor does if Shutdown was not called.
+  ShutdownMode shutdown_on_destroy = ShutdownMode::kDrain;
+};
+
+// Per-request options of Batcher::Submit.
+struct SubmitOptions {
+  // Higher levels are served first (see RequestSpec::priority).
+  int priority = 0;
+  // Unset: none. Set: resolved with DeadlineExceeded if not done by then (a result
+  // that arrives later is dropped).
+  std::optional<TimePoint> deadline;
+};
+
+}  // namespace tokenbatch

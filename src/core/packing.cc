@@ -1,0 +1,107 @@
+#include "src/core/packing.h"
+
+#include <cstdlib>
+#include <iterator>
+
+namespace tokenbatch::internal {
+namespace {
+
+// Accumulates a batch under the limits.
+class BatchBuilder {
+ public:
+  explicit BatchBuilder(const BatchLimits& limits) : limits_(limits) {}
+
+  // The anchor goes in unconditionally (see Scheduler: it must not starve).
+  void AddAnchor(const QueuedRequest& r) { Add(r, limits_.cost_model->SingleCost(r.spec.tokens)); }
+
+  // Adds `r` if the batch stays within budget; false (and budget_full) otherwise.
+  bool TryAdd(const QueuedRequest& r) {
+    const std::int64_t cost = limits_.cost_model->Cost(result_.shape.With(r.spec.tokens));
+    if (cost > limits_.budget) {
+      result_.budget_full = true;
+      return false;
+    }
+    Add(r, cost);
+    return true;
+  }
+
+  [[nodiscard]] bool size_full() const { return result_.size_full; }
+  PackResult Finish() { return std::move(result_); }
+
+ private:
+  void Add(const QueuedRequest& r, std::int64_t cost) {
+    result_.ids.push_back(r.spec.id);
+    result_.shape = result_.shape.With(r.spec.tokens);
+    result_.cost = cost;
+    result_.size_full = result_.shape.size >= limits_.max_batch_size;
+  }
+
+  const BatchLimits& limits_;
+  PackResult result_;
+};
+
+PackResult PackInOrder(const ArrivalIndex& order, const BatchLimits& limits) {
+  BatchBuilder builder(limits);
+  auto it = order.begin();
+  builder.AddAnchor(*it->second);
+  for (++it; it != order.end() && !builder.size_full(); ++it) {
+    if (!builder.TryAdd(*it->second)) break;
+  }
+  return builder.Finish();
+}
+
+}  // namespace
+
+PackResult PackFifo(const PriorityLevel& level, const BatchLimits& limits) {
+  return PackInOrder(level.by_arrival, limits);
+}
+
+PackResult PackBucket(const ArrivalIndex& bucket, const BatchLimits& limits) {
+  return PackInOrder(bucket, limits);
+}
+
+PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits,
+                           std::int64_t lookahead) {
+  BatchBuilder builder(limits);
+  const QueuedRequest& anchor = level.oldest();
+  builder.AddAnchor(anchor);
+  const auto at = level.by_length.find(LengthKeyOf(anchor));
+  // Two cursors walk outwards from the anchor in length order: `longer` up, and
+  // `shorter` down (it points one past the next shorter candidate).
+  auto longer = std::next(at);
+  auto shorter = at;
+  bool longer_open = longer != level.by_length.end();
+  bool shorter_open = shorter != level.by_length.begin();
+  // A longer candidate that does not fit means no longer one will (cost is
+  // monotone in Lmax and Σ). A shorter one that does not fit rules out the rest
+  // only when its cost does not depend on its own length (padded, memory); under
+  // `sum` an even shorter request may still fit, so keep looking.
+  const bool shorter_cost_depends_on_length = limits.cost_model->kind() == CostModelKind::kSum;
+  const std::int64_t anchor_tokens = anchor.spec.tokens;
+  for (std::int64_t examined = 0; examined < lookahead && !builder.size_full() &&
+                                  (longer_open || shorter_open);
+       ++examined) {
+    bool take_longer = longer_open;
+    if (longer_open && shorter_open) {
+      const QueuedRequest& up = *longer->second;
+      const QueuedRequest& down = *std::prev(shorter)->second;
+      const std::int64_t up_gap = up.spec.tokens - anchor_tokens;
+      const std::int64_t down_gap = anchor_tokens - down.spec.tokens;
+      take_longer = up_gap < down_gap || (up_gap == down_gap && ArrivalKeyOf(up) < ArrivalKeyOf(down));
+    }
+    if (take_longer) {
+      if (!builder.TryAdd(*longer->second)) {
+        longer_open = false;
+      } else {
+        longer_open = ++longer != level.by_length.end();
+      }
+    } else {
+      --shorter;
+      const bool added = builder.TryAdd(*shorter->second);
+      shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
+    }
+  }
+  return builder.Finish();
+}
+
+}  // namespace tokenbatch::internal

@@ -1,0 +1,46 @@
+// Packing policies (internal): form one batch from one priority level.
+//
+// Each function starts from an anchor request (always included), adds candidates
+// while the batch cost stays within the budget and max_batch_size, and reports why
+// it stopped. They only read the queue; the Scheduler removes what it dispatches.
+// Pure functions of their arguments: no clock, no state, not thread-safe only in
+// the sense that the queue must not change during the call.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "src/core/request_queue.h"
+#include "tokenbatch/core/cost_model.h"
+
+namespace tokenbatch::internal {
+
+struct BatchLimits {
+  const CostModel* cost_model = nullptr;
+  std::int64_t budget = 0;          // cost units, >= 1
+  std::int64_t max_batch_size = 0;  // requests, >= 1
+};
+
+struct PackResult {
+  std::vector<RequestId> ids;  // anchor first
+  BatchShape shape;
+  std::int64_t cost = 0;
+  bool budget_full = false;  // a candidate was left out because it would exceed the budget
+  bool size_full = false;    // max_batch_size reached
+};
+
+// Arrival order from the level's oldest; stops at the first request that does not
+// fit (the seed's greedy rule: no skipping).
+[[nodiscard]] PackResult PackFifo(const PriorityLevel& level, const BatchLimits& limits);
+
+// Arrival order within one bucket, from its oldest; stops at the first request
+// that does not fit.
+[[nodiscard]] PackResult PackBucket(const ArrivalIndex& bucket, const BatchLimits& limits);
+
+// The level's oldest request plus the requests nearest to its length (ties: the
+// older first), skipping candidates that do not fit, examining at most
+// `lookahead` candidates.
+[[nodiscard]] PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits,
+                                         std::int64_t lookahead);
+
+}  // namespace tokenbatch::internal

@@ -1,0 +1,97 @@
+// RequestQueue: the Scheduler's indexes over queued request metadata (internal).
+//
+// Requests are grouped by priority level. Each level keeps three orderings:
+//   by arrival (oldest first)           -> the anchor, fifo packing, max_wait
+//   by length (tokens, then arrival)    -> length-aware packing, nearest first
+//   per length bucket, by arrival       -> bucketed packing
+// plus a global deadline index. Every index is an absl::btree_map, so add, remove
+// and "find neighbours" are O(log n). Not thread-safe (the Scheduler's driver
+// serialises access).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/status/status.h"
+#include "tokenbatch/core/request.h"
+
+namespace tokenbatch::internal {
+
+struct QueuedRequest {
+  RequestSpec spec;
+  std::uint64_t seq = 0;  // enqueue order, breaks ties between equal arrivals
+  int bucket = 0;         // index into bucket_bounds (last + 1 = overflow bucket)
+};
+
+struct ArrivalKey {
+  TimePoint arrival;
+  std::uint64_t seq;
+  auto operator<=>(const ArrivalKey&) const = default;
+};
+
+struct LengthKey {
+  std::int64_t tokens;
+  TimePoint arrival;
+  std::uint64_t seq;
+  auto operator<=>(const LengthKey&) const = default;
+};
+
+using ArrivalIndex = absl::btree_map<ArrivalKey, const QueuedRequest*>;
+using LengthIndex = absl::btree_map<LengthKey, const QueuedRequest*>;
+
+inline ArrivalKey ArrivalKeyOf(const QueuedRequest& r) { return {r.spec.arrival, r.seq}; }
+inline LengthKey LengthKeyOf(const QueuedRequest& r) { return {r.spec.tokens, r.spec.arrival, r.seq}; }
+
+// The queued requests of one priority level.
+struct PriorityLevel {
+  ArrivalIndex by_arrival;
+  LengthIndex by_length;
+  std::map<int, ArrivalIndex> by_bucket;  // bucket -> arrival order; no empty entries; kBucketed only
+  std::int64_t sum_tokens = 0;
+
+  [[nodiscard]] bool empty() const { return by_arrival.empty(); }
+  [[nodiscard]] const QueuedRequest& oldest() const { return *by_arrival.begin()->second; }
+  [[nodiscard]] std::int64_t max_tokens() const {
+    return by_length.empty() ? 0 : by_length.rbegin()->first.tokens;
+  }
+};
+
+class RequestQueue {
+ public:
+  // `index_buckets`: keep the per-bucket orderings (only kBucketed reads them).
+  RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets);
+
+  // Adds a request. Errors: InvalidArgument for a duplicate id.
+  [[nodiscard]] absl::Status Add(const RequestSpec& spec);
+  // Removes a request; nullopt if it is not queued.
+  std::optional<RequestSpec> Remove(RequestId id);
+  // Removes and returns every request whose deadline is < now.
+  std::vector<RequestId> PopExpired(TimePoint now);
+
+  // The highest non-empty priority level; nullptr if the queue is empty.
+  [[nodiscard]] const PriorityLevel* TopLevel() const;
+  [[nodiscard]] int TopPriority() const;  // requires !empty()
+  [[nodiscard]] std::optional<TimePoint> EarliestDeadline() const;
+  [[nodiscard]] int BucketOf(std::int64_t tokens) const;
+
+  [[nodiscard]] bool empty() const { return requests_.empty(); }
+  [[nodiscard]] std::size_t size() const { return requests_.size(); }
+  [[nodiscard]] std::int64_t tokens() const { return tokens_; }
+
+ private:
+  std::vector<std::int64_t> bucket_bounds_;
+  bool index_buckets_;
+  absl::node_hash_map<RequestId, QueuedRequest> requests_;  // stable addresses
+  std::map<int, PriorityLevel, std::greater<int>> levels_;  // highest first; no empty levels
+  absl::btree_map<ArrivalKey, RequestId> deadlines_;        // (deadline, seq) -> id
+  std::uint64_t next_seq_ = 0;
+  std::int64_t tokens_ = 0;
+};
+
+}  // namespace tokenbatch::internal

@@ -1,0 +1,164 @@
+#include "tokenbatch/core/scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "src/core/packing.h"
+#include "src/core/request_queue.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch {
+
+struct Scheduler::State {
+  explicit State(const SchedulerOptions& o)
+      : options(o), max_input_tokens(EffectiveMaxInputTokens(o)),
+        queue(o.bucket_bounds, o.policy == PackingPolicy::kBucketed),
+        last_budget(o.max_batch_tokens) {}
+
+  const SchedulerOptions options;
+  const std::int64_t max_input_tokens;
+  internal::RequestQueue queue;
+  // The budget of the latest Next(); Enqueue's wake hint compares against it.
+  std::int64_t last_budget;
+};
+
+namespace {
+
+using internal::PackResult;
+
+// Why `pack` is ready to go without waiting for more requests (kNone: it is not).
+DispatchReason FillReason(const PackResult& pack, const SchedulerOptions& o, std::int64_t budget) {
+  if (pack.size_full) return DispatchReason::kMaxBatchSize;
+  if (pack.budget_full) return DispatchReason::kBudgetFull;
+  if (static_cast<double>(pack.cost) >= o.early_dispatch_fraction * static_cast<double>(budget)) {
+    return DispatchReason::kEarlyDispatch;
+  }
+  return DispatchReason::kNone;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(const SchedulerOptions& options) {
+  if (absl::Status s = Validate(options); !s.ok()) return s;
+  return std::unique_ptr<Scheduler>(new Scheduler(std::make_unique<State>(options)));
+}
+
+Scheduler::Scheduler(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Scheduler::~Scheduler() = default;
+
+const SchedulerOptions& Scheduler::options() const { return state_->options; }
+std::size_t Scheduler::queued_requests() const { return state_->queue.size(); }
+std::int64_t Scheduler::queued_tokens() const { return state_->queue.tokens(); }
+
+absl::Status Scheduler::CheckCapacity(std::size_t requests, std::int64_t tokens) const {
+  const SchedulerOptions& o = state_->options;
+  const auto& q = state_->queue;
+  if (o.max_queue_size > 0 && q.size() + requests > o.max_queue_size) {
+    return QueueFullError(absl::StrCat("queue full: ", q.size(), " requests queued, max_queue_size ",
+                                       o.max_queue_size));
+  }
+  if (o.max_queued_tokens > 0 && q.tokens() + tokens > o.max_queued_tokens) {
+    return QueueFullError(absl::StrCat("queue full: ", q.tokens(), " tokens queued + ", tokens,
+                                       " > max_queued_tokens ", o.max_queued_tokens));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
+  State& s = *state_;
+  const SchedulerOptions& o = s.options;
+  if (spec.tokens < 1) {
+    return InvalidArgumentError(absl::StrCat("request must have >= 1 token, got ", spec.tokens));
+  }
+  if (spec.tokens > s.max_input_tokens) {
+    return OversizeError(absl::StrCat("request of ", spec.tokens, " tokens exceeds max_input_tokens ",
+                                      s.max_input_tokens));
+  }
+  if (absl::Status cap = CheckCapacity(1, spec.tokens); !cap.ok()) return cap;
+
+  const bool was_empty = s.queue.empty();
+  const bool new_top = was_empty || spec.priority > s.queue.TopPriority();
+  const auto old_deadline = s.queue.EarliestDeadline();
+  if (absl::Status added = s.queue.Add(spec); !added.ok()) return added;
+
+  EnqueueOutcome out;
+  const bool earlier_deadline = spec.deadline && (!old_deadline || *spec.deadline < *old_deadline);
+  // A batch can only become ready by filling if the whole level would reach the
+  // early-dispatch threshold or max_batch_size: every batch of the level is a
+  // subset of it and costs no more (costs are monotone in B, Lmax and Σ).
+  const internal::PriorityLevel& level = *s.queue.TopLevel();
+  const std::int64_t level_size = static_cast<std::int64_t>(level.by_arrival.size());
+  const std::int64_t level_cost =
+      o.cost_model.Cost(BatchShape{level_size, level.max_tokens(), level.sum_tokens});
+  const bool may_fill = spec.priority == s.queue.TopPriority() &&
+                        (level_size >= o.max_batch_size ||
+                         static_cast<double>(level_cost) >=
+                             o.early_dispatch_fraction * static_cast<double>(s.last_budget));
+  out.wake_worker = new_top || earlier_deadline || may_fill || o.max_wait <= Duration::zero();
+  return out;
+}
+
+bool Scheduler::Remove(RequestId id) { return state_->queue.Remove(id).has_value(); }
+
+Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
+  State& s = *state_;
+  const SchedulerOptions& o = s.options;
+  Decision d;
+  d.expired = s.queue.PopExpired(now);
+  const std::int64_t budget = std::max<std::int64_t>(1, context.budget);
+  s.last_budget = budget;
+
+  const internal::PriorityLevel* level = s.queue.TopLevel();
+  if (level == nullptr) return d;
+  const internal::QueuedRequest& anchor = level->oldest();
+  const internal::BatchLimits limits{&o.cost_model, budget, o.max_batch_size};
+
+  PackResult pack;
+  switch (o.policy) {
+    case PackingPolicy::kFifo:
+      pack = internal::PackFifo(*level, limits);
+      break;
+    case PackingPolicy::kBucketed:
+      pack = internal::PackBucket(level->by_bucket.at(anchor.bucket), limits);
+      break;
+    case PackingPolicy::kLengthAware:
+      pack = internal::PackLengthAware(*level, limits, o.length_aware_lookahead);
+      break;
+  }
+  const TimePoint anchor_due = anchor.spec.arrival + o.max_wait;
+  DispatchReason reason = FillReason(pack, o, budget);
+  if (reason == DispatchReason::kNone && now >= anchor_due) reason = DispatchReason::kMaxWait;
+  if (reason == DispatchReason::kNone && context.drain) reason = DispatchReason::kDrain;
+  if (reason == DispatchReason::kNone && o.policy == PackingPolicy::kBucketed) {
+    // The anchor's bucket waits for company; a full batch of another bucket may go.
+    for (const auto& [bucket, order] : level->by_bucket) {
+      if (bucket == anchor.bucket) continue;
+      PackResult other = internal::PackBucket(order, limits);
+      if (DispatchReason r = FillReason(other, o, budget); r != DispatchReason::kNone) {
+        pack = std::move(other);
+        reason = r;
+        break;
+      }
+    }
+  }
+
+  if (reason == DispatchReason::kNone) {
+    d.wake_at = anchor_due;
+  } else {
+    for (RequestId id : pack.ids) s.queue.Remove(id);
+    d.batch = std::move(pack.ids);
+    d.shape = pack.shape;
+    d.cost = pack.cost;
+    d.reason = reason;
+    if (!s.queue.empty()) d.wake_at = now;  // more may be ready: ask again at once
+  }
+  if (const auto deadline = s.queue.EarliestDeadline()) {
+    // Deadlines expire strictly after they pass (PopExpired uses deadline < now).
+    const TimePoint expiry = *deadline + Duration(1);
+    if (!d.wake_at || expiry < *d.wake_at) d.wake_at = expiry;
+  }
+  return d;
+}
+
+}  // namespace tokenbatch
