@@ -68,9 +68,9 @@ def main():
 
     print(f"| run | µs per request (median of {args.repeats}) | seed Python / this |")
     print("|---|---|---|")
-    print(f"| seed Python TokenBudgetBatchScheduler, 1 producer (asyncio) | {seed_median:.3f} | 1.0 |")
+    print(f"| seed Python TokenBudgetBatchScheduler, 1 producer (asyncio), await each future | {seed_median:.3f} | 1.0 |")
     for name, us in ours.items():
-        print(f"| tokenbatch {name.replace('BM_SubmitToResolvedFuture/', '')} | {us:.3f} | {seed_median / us:.1f}x |")
+        print(f"| tokenbatch {name.replace('/real_time', '')} | {us:.3f} | {seed_median / us:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,52 @@ void BM_SubmitToResolvedFuture(benchmark::State& state) {
   state.counters["mean_batch_size"] = m.batch_size.mean();
 }
 
+// The same with the callback form (what an asynchronous server uses): no
+// std::promise/std::future per request.
+void BM_SubmitWithCallback(benchmark::State& state) {
+  const int producers = static_cast<int>(state.range(0));
+  BatcherOptions o;
+  o.scheduler.cost_model = CostModel::Sum();
+  o.scheduler.policy = static_cast<PackingPolicy>(state.range(1));
+  o.scheduler.max_batch_tokens = 4096;
+  o.scheduler.max_batch_size = 64;
+  o.scheduler.max_wait = std::chrono::milliseconds(4);
+  o.scheduler.max_queue_size = 0;
+  auto batcher = std::move(*NoopBatcher::Create(o, NoopBackend));
+  for (auto _ : state) {
+    Mutex mu;
+    std::condition_variable cv;
+    int remaining = kRequests;
+    auto done = [&](NoopBatcher::Result r) {
+      benchmark::DoNotOptimize(r);
+      MutexLock lock(&mu);
+      if (--remaining == 0) cv.notify_one();
+    };
+    std::vector<std::thread> threads;
+    for (int p = 0; p < producers; ++p) {
+      threads.emplace_back([&, p] {
+        for (int i = 0; i < kRequests / producers; ++i) {
+          const std::uint32_t tokens = (i + p) % 2 ? 20 : 400;
+          (void)batcher->Submit(std::uint32_t(i), tokens, {}, done);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    MutexLock lock(&mu);
+    while (remaining > 0) mu.Wait(cv);
+  }
+  state.SetItemsProcessed(state.iterations() * kRequests);
+}
+
+BENCHMARK(BM_SubmitWithCallback)
+    ->ArgNames({"producers", "policy"})
+    ->Args({1, static_cast<int>(PackingPolicy::kFifo)})
+    ->Args({2, static_cast<int>(PackingPolicy::kFifo)})
+    ->Args({1, static_cast<int>(PackingPolicy::kLengthAware)})
+    ->Args({2, static_cast<int>(PackingPolicy::kLengthAware)})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_SubmitToResolvedFuture)
     ->ArgNames({"producers", "policy"})
     ->Args({1, static_cast<int>(PackingPolicy::kFifo)})

@@ -74,7 +74,7 @@ Summary Drain(const PolicyRun& run, const std::vector<std::int64_t>& tokens, std
 }
 
 int RunDemo(const DemoFlags& flags) {
-  auto tokenizer = Tokenizer::FromFile(flags.tokenizer);
+  auto tokenizer = tokenizer::Tokenizer::FromFile(flags.tokenizer);
   if (!tokenizer.ok()) {
     fmt::print(stderr, "demo: {}\n", tokenizer.status().ToString());
     return 1;

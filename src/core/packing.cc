@@ -43,9 +43,9 @@ class BatchBuilder {
 PackResult PackInOrder(const ArrivalIndex& order, const BatchLimits& limits) {
   BatchBuilder builder(limits);
   auto it = order.begin();
-  builder.AddAnchor(*it->second);
+  builder.AddAnchor(it->second);
   for (++it; it != order.end() && !builder.size_full(); ++it) {
-    if (!builder.TryAdd(*it->second)) break;
+    if (!builder.TryAdd(it->second)) break;
   }
   return builder.Finish();
 }
@@ -83,21 +83,21 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
        ++examined) {
     bool take_longer = longer_open;
     if (longer_open && shorter_open) {
-      const QueuedRequest& up = *longer->second;
-      const QueuedRequest& down = *std::prev(shorter)->second;
+      const QueuedRequest& up = longer->second;
+      const QueuedRequest& down = std::prev(shorter)->second;
       const std::int64_t up_gap = up.spec.tokens - anchor_tokens;
       const std::int64_t down_gap = anchor_tokens - down.spec.tokens;
       take_longer = up_gap < down_gap || (up_gap == down_gap && ArrivalKeyOf(up) < ArrivalKeyOf(down));
     }
     if (take_longer) {
-      if (!builder.TryAdd(*longer->second)) {
+      if (!builder.TryAdd(longer->second)) {
         longer_open = false;
       } else {
         longer_open = ++longer != level.by_length.end();
       }
     } else {
       --shorter;
-      const bool added = builder.TryAdd(*shorter->second);
+      const bool added = builder.TryAdd(shorter->second);
       shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
     }
   }

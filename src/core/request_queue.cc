@@ -24,13 +24,13 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
     return InvalidArgumentError(absl::StrCat("request id ", spec.id, " is already queued"));
   }
   ++next_seq_;
-  const QueuedRequest* r = &it->second;
+  const QueuedRequest& r = it->second;
   PriorityLevel& level = levels_[spec.priority];
-  level.by_arrival.emplace(ArrivalKeyOf(*r), r);
-  level.by_length.emplace(LengthKeyOf(*r), r);
-  if (index_buckets_) level.by_bucket[r->bucket].emplace(ArrivalKeyOf(*r), r);
+  level.by_arrival.emplace(ArrivalKeyOf(r), r);
+  level.by_length.emplace(LengthKeyOf(r), r);
+  if (index_buckets_) level.by_bucket[r.bucket].emplace(ArrivalKeyOf(r), r);
   level.sum_tokens += spec.tokens;
-  if (spec.deadline) deadlines_.emplace(ArrivalKey{*spec.deadline, r->seq}, spec.id);
+  if (spec.deadline) deadlines_.emplace(ArrivalKey{*spec.deadline, r.seq}, spec.id);
   tokens_ += spec.tokens;
   return absl::OkStatus();
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/container/btree_map.h"
-#include "absl/container/node_hash_map.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tokenbatch/core/request.h"
 
@@ -42,8 +42,10 @@ struct LengthKey {
   auto operator<=>(const LengthKey&) const = default;
 };
 
-using ArrivalIndex = absl::btree_map<ArrivalKey, const QueuedRequest*>;
-using LengthIndex = absl::btree_map<LengthKey, const QueuedRequest*>;
+// Index values are small copies, so the id map needs no stable addresses (one
+// allocation less per request than a node map).
+using ArrivalIndex = absl::btree_map<ArrivalKey, QueuedRequest>;
+using LengthIndex = absl::btree_map<LengthKey, QueuedRequest>;
 
 inline ArrivalKey ArrivalKeyOf(const QueuedRequest& r) { return {r.spec.arrival, r.seq}; }
 inline LengthKey LengthKeyOf(const QueuedRequest& r) { return {r.spec.tokens, r.spec.arrival, r.seq}; }
@@ -56,7 +58,7 @@ struct PriorityLevel {
   std::int64_t sum_tokens = 0;
 
   [[nodiscard]] bool empty() const { return by_arrival.empty(); }
-  [[nodiscard]] const QueuedRequest& oldest() const { return *by_arrival.begin()->second; }
+  [[nodiscard]] const QueuedRequest& oldest() const { return by_arrival.begin()->second; }
   [[nodiscard]] std::int64_t max_tokens() const {
     return by_length.empty() ? 0 : by_length.rbegin()->first.tokens;
   }
@@ -87,7 +89,7 @@ class RequestQueue {
  private:
   std::vector<std::int64_t> bucket_bounds_;
   bool index_buckets_;
-  absl::node_hash_map<RequestId, QueuedRequest> requests_;  // stable addresses
+  absl::flat_hash_map<RequestId, QueuedRequest> requests_;
   std::map<int, PriorityLevel, std::greater<int>> levels_;  // highest first; no empty levels
   absl::btree_map<ArrivalKey, RequestId> deadlines_;        // (deadline, seq) -> id
   std::uint64_t next_seq_ = 0;

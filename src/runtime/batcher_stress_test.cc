@@ -85,6 +85,13 @@ TEST_P(BatcherStressTest, EveryCallbackRunsExactlyOnceWithTheRightOutcome) {
       ++succeeded;
     }
   }
+  // No backend call exceeded max_batch_size or the budget (sum cost: Σ tokens).
+  for (const auto& sizes : backend.batches()) {
+    EXPECT_LE(static_cast<std::int64_t>(sizes.size()), o.scheduler.max_batch_size);
+    long total = 0;
+    for (long s : sizes) total += s;
+    EXPECT_LE(total, o.scheduler.max_batch_tokens);
+  }
   const MetricsSnapshot m = batcher->metrics();
   EXPECT_EQ(m.requests_succeeded, static_cast<std::uint64_t>(succeeded));
   EXPECT_EQ(m.queue_requests, 0u);

@@ -45,17 +45,18 @@ absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t toke
   };
   // Common case first: a request that fits is queued whole, without a plan.
   AdmissionPlan plan;
-  if (tokens >= 1 && tokens <= max_input_tokens_) {
-    plan.windows.push_back({0, tokens});
-  } else {
+  if (tokens < 1 || tokens > max_input_tokens_) {
     absl::StatusOr<AdmissionPlan> planned = PlanAdmission(tokens, options_.scheduler);
     if (!planned.ok()) return refuse(planned.status());
     plan = std::move(*planned);
   }
+  const absl::InlinedVector<TokenWindow, 1> windows =
+      plan.windows.empty() ? absl::InlinedVector<TokenWindow, 1>{{0, tokens}}
+                           : absl::InlinedVector<TokenWindow, 1>(plan.windows.begin(), plan.windows.end());
   // Slice outside the lock: truncation and splitting copy tokens.
   std::vector<In> pieces;
   std::int64_t total_tokens = 0;
-  for (const TokenWindow& w : plan.windows) {
+  for (const TokenWindow& w : windows) {
     total_tokens += w.size();
     if (plan.action == AdmissionPlan::Action::kAdmit) break;
     absl::StatusOr<In> piece = hooks_.slice(input, w);
@@ -69,18 +70,18 @@ absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t toke
     recorder_.OnRefused(ErrorKind::kShuttingDown);
     return ShuttingDownError("batcher is shutting down; request not accepted");
   }
-  if (absl::Status cap = scheduler_->CheckCapacity(plan.windows.size(), total_tokens); !cap.ok()) {
+  if (absl::Status cap = scheduler_->CheckCapacity(windows.size(), total_tokens); !cap.ok()) {
     recorder_.OnRefused(GetErrorKind(cap));
     return cap;
   }
   const RequestId id = next_id_++;
-  Parent parent{std::move(done), {plan.windows.begin(), plan.windows.end()}, {}, {}, plan.windows.size(),
+  Parent parent{std::move(done), windows, {}, {}, windows.size(),
                 options.deadline};
-  parent.parts.resize(plan.windows.size());
+  parent.parts.resize(windows.size());
   bool wake = false;
-  for (std::size_t i = 0; i < plan.windows.size(); ++i) {
+  for (std::size_t i = 0; i < windows.size(); ++i) {
     const RequestId child_id = next_id_++;
-    const std::int64_t child_tokens = plan.windows[i].size();
+    const std::int64_t child_tokens = windows[i].size();
     auto queued = scheduler_->Enqueue({child_id, child_tokens, now, options.priority, options.deadline});
     if (!queued.ok()) {  // not expected after CheckCapacity; roll back the windows queued so far
       for (RequestId c : parent.children) scheduler_->Remove(c), children_.erase(c);

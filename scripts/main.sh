@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The main job on a fresh Debian 12 machine: installs what it needs, builds the
+# `tokenbatch` program and runs it on the bundled defaults. Extra arguments are
+# passed to the subcommand.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS="${JOBS:-2}"
+bash scripts/setup.sh >&2
+if [ -f scripts/prepare_assets.sh ]; then bash scripts/prepare_assets.sh >&2; fi
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+cmake --build build -j "$JOBS" --target tokenbatch_cli >&2
+exec build/src/cli/tokenbatch demo "$@"
