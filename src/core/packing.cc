@@ -12,11 +12,11 @@ class BatchBuilder {
   explicit BatchBuilder(const BatchLimits& limits) : limits_(limits) {}
 
   // The anchor goes in unconditionally (see Scheduler: it must not starve).
-  void AddAnchor(const QueuedRequest& r) { Add(r, limits_.cost_model->SingleCost(r.spec.tokens)); }
+  void AddAnchor(const Slot& r) { Add(r, limits_.cost_model->SingleCost(r.tokens)); }
 
   // Adds `r` if the batch stays within budget; false (and budget_full) otherwise.
-  bool TryAdd(const QueuedRequest& r) {
-    const std::int64_t cost = limits_.cost_model->Cost(result_.shape.With(r.spec.tokens));
+  bool TryAdd(const Slot& r) {
+    const std::int64_t cost = limits_.cost_model->Cost(result_.shape.With(r.tokens));
     if (cost > limits_.budget) {
       result_.budget_full = true;
       return false;
@@ -29,9 +29,9 @@ class BatchBuilder {
   PackResult Finish() { return std::move(result_); }
 
  private:
-  void Add(const QueuedRequest& r, std::int64_t cost) {
-    result_.ids.push_back(r.spec.id);
-    result_.shape = result_.shape.With(r.spec.tokens);
+  void Add(const Slot& r, std::int64_t cost) {
+    result_.ids.push_back(r.id);
+    result_.shape = result_.shape.With(r.tokens);
     result_.cost = cost;
     result_.size_full = result_.shape.size >= limits_.max_batch_size;
   }
@@ -63,9 +63,9 @@ PackResult PackBucket(const ArrivalIndex& bucket, const BatchLimits& limits) {
 PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits,
                            std::int64_t lookahead) {
   BatchBuilder builder(limits);
-  const QueuedRequest& anchor = level.oldest();
+  const auto& [anchor_key, anchor] = level.oldest();
   builder.AddAnchor(anchor);
-  const auto at = level.by_length.find(LengthKeyOf(anchor));
+  const auto at = level.by_length.find(LengthKey{anchor.tokens, anchor_key.arrival, anchor_key.seq});
   // Two cursors walk outwards from the anchor in length order: `longer` up, and
   // `shorter` down (it points one past the next shorter candidate).
   auto longer = std::next(at);
@@ -77,27 +77,28 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
   // only when its cost does not depend on its own length (padded, memory); under
   // `sum` an even shorter request may still fit, so keep looking.
   const bool shorter_cost_depends_on_length = limits.cost_model->kind() == CostModelKind::kSum;
-  const std::int64_t anchor_tokens = anchor.spec.tokens;
+  auto slot_of = [](const LengthIndex::value_type& e) { return Slot{e.second, e.first.tokens}; };
   for (std::int64_t examined = 0; examined < lookahead && !builder.size_full() &&
                                   (longer_open || shorter_open);
        ++examined) {
     bool take_longer = longer_open;
     if (longer_open && shorter_open) {
-      const QueuedRequest& up = longer->second;
-      const QueuedRequest& down = std::prev(shorter)->second;
-      const std::int64_t up_gap = up.spec.tokens - anchor_tokens;
-      const std::int64_t down_gap = anchor_tokens - down.spec.tokens;
-      take_longer = up_gap < down_gap || (up_gap == down_gap && ArrivalKeyOf(up) < ArrivalKeyOf(down));
+      const LengthKey& up = longer->first;
+      const LengthKey& down = std::prev(shorter)->first;
+      const std::int64_t up_gap = up.tokens - anchor.tokens;
+      const std::int64_t down_gap = anchor.tokens - down.tokens;
+      take_longer = up_gap < down_gap ||
+                    (up_gap == down_gap && ArrivalKey{up.arrival, up.seq} < ArrivalKey{down.arrival, down.seq});
     }
     if (take_longer) {
-      if (!builder.TryAdd(longer->second)) {
+      if (!builder.TryAdd(slot_of(*longer))) {
         longer_open = false;
       } else {
         longer_open = ++longer != level.by_length.end();
       }
     } else {
       --shorter;
-      const bool added = builder.TryAdd(shorter->second);
+      const bool added = builder.TryAdd(slot_of(*shorter));
       shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
     }
   }

@@ -26,9 +26,10 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
   ++next_seq_;
   const QueuedRequest& r = it->second;
   PriorityLevel& level = levels_[spec.priority];
-  level.by_arrival.emplace(ArrivalKeyOf(r), r);
-  level.by_length.emplace(LengthKeyOf(r), r);
-  if (index_buckets_) level.by_bucket[r.bucket].emplace(ArrivalKeyOf(r), r);
+  const Slot slot{spec.id, spec.tokens};
+  level.by_arrival.emplace(ArrivalKeyOf(r), slot);
+  level.by_length.emplace(LengthKeyOf(r), spec.id);
+  if (index_buckets_) level.by_bucket[r.bucket].emplace(ArrivalKeyOf(r), slot);
   level.sum_tokens += spec.tokens;
   if (spec.deadline) deadlines_.emplace(ArrivalKey{*spec.deadline, r.seq}, spec.id);
   tokens_ += spec.tokens;

@@ -42,10 +42,15 @@ struct LengthKey {
   auto operator<=>(const LengthKey&) const = default;
 };
 
-// Index values are small copies, so the id map needs no stable addresses (one
-// allocation less per request than a node map).
-using ArrivalIndex = absl::btree_map<ArrivalKey, QueuedRequest>;
-using LengthIndex = absl::btree_map<LengthKey, QueuedRequest>;
+// What packing needs besides the key. Index values are kept this small because a
+// btree insert or erase shifts values within a node: small values keep the hot
+// path (one add and one remove per request and index) cheap.
+struct Slot {
+  RequestId id;
+  std::int64_t tokens;
+};
+using ArrivalIndex = absl::btree_map<ArrivalKey, Slot>;
+using LengthIndex = absl::btree_map<LengthKey, RequestId>;
 
 inline ArrivalKey ArrivalKeyOf(const QueuedRequest& r) { return {r.spec.arrival, r.seq}; }
 inline LengthKey LengthKeyOf(const QueuedRequest& r) { return {r.spec.tokens, r.spec.arrival, r.seq}; }
@@ -58,7 +63,8 @@ struct PriorityLevel {
   std::int64_t sum_tokens = 0;
 
   [[nodiscard]] bool empty() const { return by_arrival.empty(); }
-  [[nodiscard]] const QueuedRequest& oldest() const { return by_arrival.begin()->second; }
+  // The oldest request: its arrival key and slot.
+  [[nodiscard]] const ArrivalIndex::value_type& oldest() const { return *by_arrival.begin(); }
   [[nodiscard]] std::int64_t max_tokens() const {
     return by_length.empty() ? 0 : by_length.rbegin()->first.tokens;
   }

@@ -111,7 +111,8 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
 
   const internal::PriorityLevel* level = s.queue.TopLevel();
   if (level == nullptr) return d;
-  const internal::QueuedRequest& anchor = level->oldest();
+  const auto& [anchor_key, anchor] = level->oldest();
+  const int anchor_bucket = s.queue.BucketOf(anchor.tokens);
   const internal::BatchLimits limits{&o.cost_model, budget, o.max_batch_size};
 
   PackResult pack;
@@ -120,20 +121,20 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
       pack = internal::PackFifo(*level, limits);
       break;
     case PackingPolicy::kBucketed:
-      pack = internal::PackBucket(level->by_bucket.at(anchor.bucket), limits);
+      pack = internal::PackBucket(level->by_bucket.at(anchor_bucket), limits);
       break;
     case PackingPolicy::kLengthAware:
       pack = internal::PackLengthAware(*level, limits, o.length_aware_lookahead);
       break;
   }
-  const TimePoint anchor_due = anchor.spec.arrival + o.max_wait;
+  const TimePoint anchor_due = anchor_key.arrival + o.max_wait;
   DispatchReason reason = FillReason(pack, o, budget);
   if (reason == DispatchReason::kNone && now >= anchor_due) reason = DispatchReason::kMaxWait;
   if (reason == DispatchReason::kNone && context.drain) reason = DispatchReason::kDrain;
   if (reason == DispatchReason::kNone && o.policy == PackingPolicy::kBucketed) {
     // The anchor's bucket waits for company; a full batch of another bucket may go.
     for (const auto& [bucket, order] : level->by_bucket) {
-      if (bucket == anchor.bucket) continue;
+      if (bucket == anchor_bucket) continue;
       PackResult other = internal::PackBucket(order, limits);
       if (DispatchReason r = FillReason(other, o, budget); r != DispatchReason::kNone) {
         pack = std::move(other);
