@@ -35,6 +35,11 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
   Scheduler& s = **created;
   std::map<RequestId, Outcome> outcomes;
   std::map<RequestId, std::pair<RequestSpec, std::uint64_t>> shadow;  // queued: spec, seq
+  // For the batch-count bound: requests queued ahead at arrival, batches so far.
+  std::map<RequestId, std::pair<std::size_t, std::size_t>> ahead_at_arrival;
+  std::size_t batches = 0;
+  bool one_level = true;
+  for (const Arrival& a : arrivals) one_level = one_level && a.spec.priority == arrivals.front().spec.priority;
   std::uint64_t seq = 0;
   std::vector<TimePoint> busy_until(workers, TimePoint{});
   std::multimap<TimePoint, RequestId> cancels;
@@ -51,6 +56,7 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
         outcomes[a.spec.id].rejected++;
         continue;
       }
+      ahead_at_arrival[a.spec.id] = {shadow.size(), batches};
       shadow[a.spec.id] = {a.spec, seq++};
       if (a.cancel_at) cancels.emplace(*a.cancel_at, a.spec.id);
     }
@@ -92,8 +98,15 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
       const bool has_anchor = std::count(d.batch.begin(), d.batch.end(), anchor->first.id) == 1;
       if (o.policy != PackingPolicy::kBucketed || anchor_due) RC_ASSERT(has_anchor);
       RC_ASSERT(static_cast<std::int64_t>(d.batch.size()) <= o.max_batch_size);
+      ++batches;
       BatchShape shape;
       for (RequestId id : d.batch) {
+        // fifo and length_aware: dispatched within k+1 batches of arrival, k = the
+        // requests queued ahead of it (one priority level; expiries only help).
+        if (one_level && o.policy != PackingPolicy::kBucketed) {
+          const auto [ahead, batches_before] = ahead_at_arrival[id];
+          RC_ASSERT(batches - batches_before <= ahead + 1);
+        }
         RC_ASSERT(shadow.count(id) == 1);  // queued, not yet dispatched, cancelled or expired
         const RequestSpec& spec = shadow[id].first;
         RC_ASSERT(!spec.deadline || *spec.deadline >= now);
@@ -121,7 +134,7 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
   for (const auto& [id, outcome] : outcomes) RC_ASSERT(outcome.total() == 1);
 }
 
-RC_GTEST_PROP(SchedulerPropertyTest, EveryRequestResolvedOnceWithinLimitsAndBounds, ()) {
+void RandomWorkload(int priorities) {
   SchedulerOptions o;
   o.policy = *rc::gen::element(PackingPolicy::kFifo, PackingPolicy::kBucketed, PackingPolicy::kLengthAware);
   o.cost_model = *rc::gen::element(CostModel::Sum(), CostModel::Padded());
@@ -142,13 +155,17 @@ RC_GTEST_PROP(SchedulerPropertyTest, EveryRequestResolvedOnceWithinLimitsAndBoun
     a.spec.id = static_cast<RequestId>(i + 1);
     a.spec.tokens = *rc::gen::inRange<std::int64_t>(1, o.cost_model.MaxTokensWithin(o.max_batch_tokens) + 1);
     a.spec.arrival = t;
-    a.spec.priority = *rc::gen::inRange(0, 3);
+    a.spec.priority = *rc::gen::inRange(0, priorities);
     if (*rc::gen::inRange(0, 5) == 0) a.spec.deadline = t + microseconds(*rc::gen::inRange(0, 3000));
     if (*rc::gen::inRange(0, 8) == 0) a.cancel_at = t + microseconds(*rc::gen::inRange(0, 3000));
     arrivals.push_back(a);
   }
   RunWorkload(o, arrivals, workers, budget_percent);
 }
+
+RC_GTEST_PROP(SchedulerPropertyTest, EveryRequestResolvedOnceWithinLimitsAndBounds, ()) { RandomWorkload(3); }
+
+RC_GTEST_PROP(SchedulerPropertyTest, OneLevelMeetsTheBatchCountBound, ()) { RandomWorkload(1); }
 
 }  // namespace
 }  // namespace tokenbatch
