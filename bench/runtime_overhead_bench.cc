@@ -27,16 +27,21 @@ absl::StatusOr<std::vector<std::uint32_t>> NoopBackend(std::span<const std::uint
   return std::vector<std::uint32_t>(batch.begin(), batch.end());
 }
 
-void BM_SubmitToResolvedFuture(benchmark::State& state) {
-  const int producers = static_cast<int>(state.range(0));
+// The seed's limits: sum cost, 4096 tokens, 64 per batch, 4 ms window.
+std::unique_ptr<NoopBatcher> MakeBatcher(PackingPolicy policy) {
   BatcherOptions o;
   o.scheduler.cost_model = CostModel::Sum();
-  o.scheduler.policy = static_cast<PackingPolicy>(state.range(1));
+  o.scheduler.policy = policy;
   o.scheduler.max_batch_tokens = 4096;
   o.scheduler.max_batch_size = 64;
   o.scheduler.max_wait = std::chrono::milliseconds(4);
   o.scheduler.max_queue_size = 0;
-  auto batcher = std::move(*NoopBatcher::Create(o, NoopBackend));
+  return std::move(*NoopBatcher::Create(o, NoopBackend));
+}
+
+void BM_SubmitToResolvedFuture(benchmark::State& state) {
+  const int producers = static_cast<int>(state.range(0));
+  auto batcher = MakeBatcher(static_cast<PackingPolicy>(state.range(1)));
   for (auto _ : state) {
     std::vector<std::thread> threads;
     for (int p = 0; p < producers; ++p) {
@@ -62,14 +67,7 @@ void BM_SubmitToResolvedFuture(benchmark::State& state) {
 // std::promise/std::future per request.
 void BM_SubmitWithCallback(benchmark::State& state) {
   const int producers = static_cast<int>(state.range(0));
-  BatcherOptions o;
-  o.scheduler.cost_model = CostModel::Sum();
-  o.scheduler.policy = static_cast<PackingPolicy>(state.range(1));
-  o.scheduler.max_batch_tokens = 4096;
-  o.scheduler.max_batch_size = 64;
-  o.scheduler.max_wait = std::chrono::milliseconds(4);
-  o.scheduler.max_queue_size = 0;
-  auto batcher = std::move(*NoopBatcher::Create(o, NoopBackend));
+  auto batcher = MakeBatcher(static_cast<PackingPolicy>(state.range(1)));
   for (auto _ : state) {
     Mutex mu;
     std::condition_variable cv;
