@@ -1,0 +1,169 @@
+// TorchEncoder: a TorchScript text-embedding model run through libtorch.
+//
+// The scheduler's runtime hands a backend a batch of requests and expects one
+// result per request, in order:
+//
+//   absl::StatusOr<std::vector<Embedding>> Embed(std::span<const EmbeddingInput>)
+//
+// Embed builds one right-padded batch from the requests (int64 input_ids and
+// attention_mask of shape [B, Lmax], B = number of requests, Lmax = longest request
+// in tokens; padding uses `pad_token_id` and mask 0), runs the module's forward
+// under inference mode, and pools each request's rows of the last hidden state
+// [B, Lmax, H] into one vector of H floats:
+//   cls   row 0 (BERT-style encoders),
+//   mean  the mean of the request's real rows (mask-aware, padding excluded),
+//   last  the request's last real row (decoder embedding models, e.g. Qwen3-Embedding).
+// Then, per request, it keeps the first `dimensions` values (Matryoshka
+// truncation) and, if asked, L2-normalises what it kept — truncate first, then
+// normalise, as sentence-transformers and OpenAI's `dimensions` do, so that a
+// truncated embedding is still unit length.
+//
+// The module's forward must accept (input_ids, attention_mask) or
+// (input_ids, attention_mask, token_type_ids) and return the last hidden state as a
+// float tensor [B, L, H], or a dict holding it (key `output_name`, default
+// "last_hidden_state") or a tuple/list holding it (index `output_index`, default 0).
+// Load runs a probe batch [2, 3] and refuses a model whose output has another shape.
+//
+// libtorch stays out of this header (pimpl), so including it costs nothing.
+//
+// Errors (all as values; no exception escapes any function here):
+//   InvalidArgumentError  bad options, an empty request, an id < 0 or >= vocab_size,
+//                         a request longer than max_positions, token_type_ids of the
+//                         wrong length, dimensions outside [0, H].
+//   OutOfMemoryError      an allocation failed during the forward
+//                         (c10::OutOfMemoryError, std::bad_alloc, or a message with
+//                         "out of memory" / "not enough memory" /
+//                         "DefaultCPUAllocator: can't allocate"); the runtime may
+//                         bisect the batch and retry.
+//   BackendError          any other exception, with its message.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tokenbatch::backend {
+
+// How a request's rows of the last hidden state become one vector.
+enum class Pooling {
+  kCls,   // row 0
+  kMean,  // mean over the request's real tokens
+  kLast,  // the request's last real token
+};
+
+// "cls" | "mean" | "last" -> Pooling; InvalidArgumentError otherwise.
+[[nodiscard]] absl::StatusOr<Pooling> ParsePooling(std::string_view name);
+// Pooling -> "cls" | "mean" | "last".
+[[nodiscard]] std::string_view PoolingName(Pooling pooling);
+
+// Options for TorchEncoder::Load. Each field's default is the one given here.
+struct EncoderOptions {
+  // TorchScript file written by torch.jit.save. Required.
+  std::string model_path;
+  // "cpu", or "cuda" / "cuda:N" when libtorch was built with CUDA (else Load fails).
+  std::string device = "cpu";
+  Pooling pooling = Pooling::kCls;
+  // L2-normalise embeddings; a request may override it (EmbeddingInput::normalize).
+  bool normalize = false;
+  // For a module returning a dict: the key of the last hidden state.
+  std::string output_name = "last_hidden_state";
+  // For a module returning a tuple or list: the index of the last hidden state.
+  int output_index = 0;
+  // Token id written into padding positions (the tokenizer's pad id). Masked out,
+  // so any valid id works, but it must be < vocab_size.
+  int64_t pad_token_id = 0;
+  // CPU threads per forward: libtorch's intra-op threads (at::set_num_threads,
+  // applied on each calling thread since OpenMP keeps the count per thread) and,
+  // when the BLAS is OpenBLAS, its thread count (openblas_set_num_threads, which
+  // is process-wide: the last Load that sets it wins). 0 leaves both defaults
+  // (all cores). Oversubscription is costly: measured on a shared 2-core machine,
+  // MiniLM on [1, 16] took 21 ms with 1 thread and 293 ms with 2 (docs/benchmarks.md).
+  int num_threads = 0;
+  // Longest request accepted, in tokens (the model's position table). 0 = unchecked.
+  int64_t max_positions = 0;
+  // Number of rows of the embedding table; ids must be < vocab_size. 0 = unchecked
+  // here (the module then fails on a bad id with a BackendError).
+  int64_t vocab_size = 0;
+};
+
+// One request: its token ids and how its embedding should be post-processed.
+struct EmbeddingInput {
+  std::vector<int32_t> input_ids;       // 1..max_positions ids, each in [0, vocab_size)
+  std::vector<int32_t> token_type_ids;  // empty (all zero) or the same length as input_ids
+  std::optional<bool> normalize;        // unset: EncoderOptions::normalize
+  int dimensions = 0;                   // keep the first `dimensions` values; 0 = all H
+};
+
+// One result: `values` holds `dimensions` (or H) floats.
+struct Embedding {
+  std::vector<float> values;
+};
+
+class TorchEncoder {
+ public:
+  // Loads the module onto the device, puts it in eval mode, and validates it with a
+  // probe batch of shape [2, 3] (output must be float [2, 3, H], H > 0).
+  // Blocks for the load (about a second for a 90 MB model). Thread-safe.
+  // Errors: InvalidArgumentError (options, missing file, bad output shape,
+  // unavailable device), BackendError (the file is not a loadable module or the
+  // probe forward throws), OutOfMemoryError (the probe cannot allocate).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<TorchEncoder>> Load(
+      const EncoderOptions& options);
+
+  ~TorchEncoder();
+  TorchEncoder(const TorchEncoder&) = delete;
+  TorchEncoder& operator=(const TorchEncoder&) = delete;
+
+  // Embeds `inputs` as one padded batch; returns one Embedding per input, in order.
+  // An empty span returns an empty vector. Blocks for the forward pass
+  // (milliseconds to seconds, growing with B·Lmax and B·Lmax²).
+  //
+  // Thread-safety: safe to call from several threads at once, each with its own
+  // batch. It relies on (1) the module's parameters never being written after Load
+  // (inference mode, eval mode, no training), and (2) TorchScript's graph executor
+  // being safe for concurrent runs of one method (it locks while it compiles a
+  // plan and keeps no per-run state in the module). Concurrent calls share the
+  // process-wide intra-op thread pool, so N callers on a C-core CPU want
+  // num_threads about C / N.
+  //
+  // Errors: see the header comment; a failed batch returns one status for the whole
+  // batch (no partial results).
+  [[nodiscard]] absl::StatusOr<std::vector<Embedding>> Embed(
+      std::span<const EmbeddingInput> inputs) const;
+
+  // H: the width of the last hidden state, found by the load probe.
+  [[nodiscard]] int hidden_size() const;
+  [[nodiscard]] const EncoderOptions& options() const;
+  // True when the module runs on a CUDA device.
+  [[nodiscard]] bool on_cuda() const;
+
+  // Peak-memory accounting for calibration. ResetPeakMemory marks the start of a
+  // measurement; PeakMemoryBytes returns the peak since then, in bytes, above the
+  // level at the reset.
+  //   cpu:  process-wide resident memory. Reset trims the malloc heap
+  //         (malloc_trim), records VmRSS, and resets the high-water mark by writing
+  //         "5" to /proc/self/clear_refs (Linux >= 4.0); the peak is VmHWM minus
+  //         that VmRSS. Anything else the process does meanwhile counts too, so
+  //         measure with nothing else running.
+  //   cuda: the caching allocator's peak allocated bytes on the device minus the
+  //         allocated bytes at the reset. Compiled only against a CUDA libtorch;
+  //         untested (no GPU on the development machine).
+  // Not thread-safe with each other or with Embed on other threads. Errors:
+  // BackendError if /proc cannot be read or written.
+  [[nodiscard]] absl::Status ResetPeakMemory() const;
+  [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const;
+
+ private:
+  struct Impl;
+  explicit TorchEncoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenbatch::backend

@@ -1,0 +1,87 @@
+// `tokenbatch tokenize --tokenizer FILE [--no-special-tokens]`: JSON Lines in,
+// JSON Lines out. Each stdin line {"text": "..."} gives one stdout line
+// {"ids": [...], "tokens": N}, in input order. A line that is not a JSON object
+// with a string "text", or whose text is not valid UTF-8, gives
+// {"error": "line K: <cause>"} instead; the command then exits 1 after the last
+// line (it never stops early and never crashes on input). A tokenizer that cannot
+// be loaded exits 2 before reading stdin.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "nlohmann/json.hpp"
+#include "tokenbatch/tokenizer/tokenizer.h"
+
+namespace tokenbatch::cli {
+namespace {
+
+struct TokenizeFlags {
+  std::string tokenizer_path;
+  bool no_special_tokens = false;
+};
+
+// One output line for one input line; sets `failed` on an error line.
+std::string ProcessLine(const tokenizer::Tokenizer& tok, const std::string& line, size_t line_no,
+                        bool add_special, bool& failed) {
+  const auto error = [&](const std::string& cause) {
+    failed = true;
+    nlohmann::json out;
+    out["error"] = "line " + std::to_string(line_no) + ": " + cause;
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  nlohmann::json in = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (in.is_discarded()) return error("not valid JSON");
+  if (!in.is_object() || !in.contains("text") || !in["text"].is_string()) {
+    return error("expected an object with a string field \"text\"");
+  }
+  tokenizer::EncodeOptions options;
+  options.add_special_tokens = add_special;
+  options.with_offsets = false;
+  auto enc = tok.Encode(in["text"].get_ref<const std::string&>(), options);
+  if (!enc.ok()) return error(std::string(enc.status().message()));
+  nlohmann::json out;
+  out["ids"] = enc->ids;
+  out["tokens"] = enc->ids.size();
+  return out.dump();
+}
+
+int RunTokenize(const TokenizeFlags& flags) {
+  auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer_path);
+  if (!tok.ok()) {
+    std::cerr << "tokenbatch tokenize: " << tok.status().message() << "\n";
+    return 2;
+  }
+  std::ios::sync_with_stdio(false);
+  bool failed = false;
+  std::string line;
+  size_t line_no = 0;
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::cout << ProcessLine(**tok, line, line_no, !flags.no_special_tokens, failed) << '\n';
+  }
+  std::cout.flush();
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void AddTokenizeCommand(CLI::App& app) {
+  auto flags = std::make_shared<TokenizeFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize", "Encode JSON Lines {\"text\": ...} from stdin with a Hugging Face tokenizer.json");
+  cmd->add_option("--tokenizer", flags->tokenizer_path, "path to tokenizer.json")->required();
+  cmd->add_flag("--no-special-tokens", flags->no_special_tokens,
+                "do not add the post-processor's special tokens ([CLS]/[SEP], ...)");
+  cmd->callback([flags] {
+    const int rc = RunTokenize(*flags);
+    if (rc != 0) std::exit(rc);
+  });
+}
+
+}  // namespace tokenbatch::cli

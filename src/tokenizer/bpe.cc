@@ -1,0 +1,223 @@
+// BPE model; see bpe.h.
+#include "tokenizer/bpe.h"
+
+#include <queue>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "tokenbatch/core/errors.h"
+#include "tokenizer/unicode.h"
+
+namespace tokenbatch::tokenizer::internal {
+namespace {
+
+std::string OptString(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? std::string() : it->get<std::string>();
+}
+
+// Maps a token written in GPT-2's byte alphabet to its raw bytes; nullopt when
+// it contains a character outside that alphabet.
+std::optional<std::string> ByteLevelToBytes(std::string_view token) {
+  std::string out;
+  int len = 0;
+  for (size_t i = 0; i < token.size(); i += static_cast<size_t>(len)) {
+    const int b = UnicodeToByte(DecodeUtf8(token, i, len));
+    if (b < 0) return std::nullopt;
+    out.push_back(static_cast<char>(b));
+  }
+  return out;
+}
+
+// A pair of adjacent symbols that a merge would join, ordered by (rank, left).
+struct Candidate {
+  uint32_t rank;
+  uint32_t left;
+  uint32_t right;
+  uint32_t new_id;
+  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Bpe::Create(const nlohmann::json& j, bool byte_level) {
+  auto bpe = std::unique_ptr<Bpe>(new Bpe());
+  if (auto d = j.find("dropout"); d != j.end() && !d->is_null() && d->get<double>() != 0.0) {
+    return InvalidArgumentError("unsupported model option: BPE.dropout (encoding would be random)");
+  }
+  bpe->byte_level_ = byte_level;
+  bpe->ignore_merges_ = j.value("ignore_merges", false);
+  bpe->byte_fallback_ = j.value("byte_fallback", false);
+  bpe->fuse_unk_ = j.value("fuse_unk", false);
+  bpe->prefix_ = OptString(j, "continuing_subword_prefix");
+  bpe->suffix_ = OptString(j, "end_of_word_suffix");
+  if (byte_level && (!bpe->prefix_.empty() || !bpe->suffix_.empty() || bpe->byte_fallback_)) {
+    return InvalidArgumentError(
+        "unsupported model option: BPE continuing_subword_prefix/end_of_word_suffix/byte_fallback with ByteLevel");
+  }
+  for (const auto& [token, id] : j.at("vocab").items()) {
+    const auto v = id.get<uint32_t>();
+    bpe->json_vocab_.emplace(token, v);
+    if (byte_level) {
+      if (auto bytes = ByteLevelToBytes(token)) {
+        if (bytes->size() == 1) {
+          const auto b = static_cast<uint8_t>((*bytes)[0]);
+          bpe->byte_ids_[b] = v;
+          bpe->has_byte_id_[b] = true;
+        }
+        bpe->vocab_.emplace(std::move(*bytes), v);
+      }
+    } else {
+      bpe->vocab_.emplace(token, v);
+    }
+  }
+  const std::string unk = OptString(j, "unk_token");
+  if (!unk.empty()) {
+    auto it = bpe->json_vocab_.find(unk);
+    if (it == bpe->json_vocab_.end()) return InvalidArgumentError(absl::StrCat("BPE unk_token ", unk, " not in vocab"));
+    bpe->unk_id_ = it->second;
+  }
+  const auto& merges = j.at("merges");
+  bpe->merges_.reserve(merges.size());
+  uint32_t rank = 0;
+  for (const auto& m : merges) {
+    std::string a, b;
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos) return InvalidArgumentError(absl::StrCat("BPE merge without a space: ", s));
+      a = s.substr(0, sp);
+      b = s.substr(sp + 1);
+    } else if (m.is_array() && m.size() == 2) {
+      a = m[0].get<std::string>();
+      b = m[1].get<std::string>();
+    } else {
+      return InvalidArgumentError(absl::StrCat("BPE merge #", rank, " is neither \"a b\" nor [a, b]"));
+    }
+    const std::string merged = a + b.substr(std::min(bpe->prefix_.size(), b.size()));
+    auto ia = bpe->json_vocab_.find(a), ib = bpe->json_vocab_.find(b), im = bpe->json_vocab_.find(merged);
+    if (ia == bpe->json_vocab_.end() || ib == bpe->json_vocab_.end() || im == bpe->json_vocab_.end()) {
+      return InvalidArgumentError(absl::StrCat("BPE merge #", rank, " (", a, " ", b, ") uses a token not in vocab"));
+    }
+    bpe->merges_.try_emplace(PairKey(ia->second, ib->second), Merge{rank, im->second});
+    ++rank;
+  }
+  return std::unique_ptr<Model>(std::move(bpe));
+}
+
+std::optional<uint32_t> Bpe::TokenToId(std::string_view token) const {
+  auto it = json_vocab_.find(token);
+  if (it == json_vocab_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Bpe::InitialCharSymbols(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
+  std::string piece;
+  int len = 0;
+  bool last_unk = false;
+  for (size_t i = 0; i < word.size(); i += static_cast<size_t>(len)) {
+    DecodeUtf8(word, i, len);
+    const auto end = static_cast<uint32_t>(i + static_cast<size_t>(len));
+    piece.clear();
+    if (i > 0) piece += prefix_;
+    piece.append(word.substr(i, static_cast<size_t>(len)));
+    if (end == word.size()) piece += suffix_;
+    if (auto it = vocab_.find(piece); it != vocab_.end()) {
+      ids.push_back(it->second);
+      ends.push_back(end);
+      last_unk = false;
+      continue;
+    }
+    if (byte_fallback_) {
+      bool all = true;
+      const size_t mark = ids.size();
+      for (int k = 0; k < len && all; ++k) {
+        auto it = vocab_.find(absl::StrFormat("<0x%02X>", static_cast<unsigned char>(word[i + k])));
+        all = it != vocab_.end();
+        if (all) {
+          ids.push_back(it->second);
+          ends.push_back(static_cast<uint32_t>(i + k + 1));
+        }
+      }
+      if (all) {
+        last_unk = false;
+        continue;
+      }
+      ids.resize(mark);
+      ends.resize(mark);
+    }
+    if (!unk_id_) continue;  // without an unk token Hugging Face drops the character
+    if (fuse_unk_ && last_unk) {
+      ends.back() = end;
+    } else {
+      ids.push_back(*unk_id_);
+      ends.push_back(end);
+    }
+    last_unk = true;
+  }
+}
+
+void Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
+  if (ignore_merges_) {
+    if (auto it = vocab_.find(word); it != vocab_.end()) {
+      ids.push_back(it->second);
+      ends.push_back(static_cast<uint32_t>(word.size()));
+      return;
+    }
+  }
+  // Symbols as a doubly linked list over [0, n).
+  std::vector<uint32_t> sym_id, sym_end;
+  if (byte_level_) {
+    sym_id.reserve(word.size());
+    sym_end.reserve(word.size());
+    for (size_t i = 0; i < word.size(); ++i) {
+      const auto b = static_cast<uint8_t>(word[i]);
+      if (!has_byte_id_[b]) continue;  // unreachable for a complete byte alphabet
+      sym_id.push_back(byte_ids_[b]);
+      sym_end.push_back(static_cast<uint32_t>(i + 1));
+    }
+  } else {
+    InitialCharSymbols(word, sym_id, sym_end);
+  }
+  const auto n = static_cast<uint32_t>(sym_id.size());
+  if (n > 1) {
+    std::vector<uint32_t> next(n), prev(n);
+    std::vector<bool> alive(n, true);
+    for (uint32_t i = 0; i < n; ++i) {
+      next[i] = i + 1;
+      prev[i] = i == 0 ? UINT32_MAX : i - 1;
+    }
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+    const auto push = [&](uint32_t l, uint32_t r) {
+      auto it = merges_.find(PairKey(sym_id[l], sym_id[r]));
+      if (it != merges_.end()) heap.push({it->second.rank, l, r, it->second.new_id});
+    };
+    for (uint32_t i = 0; i + 1 < n; ++i) push(i, i + 1);
+    while (!heap.empty()) {
+      const Candidate c = heap.top();
+      heap.pop();
+      // Stale when either side was merged away or changed since the push.
+      if (!alive[c.left] || !alive[c.right] || next[c.left] != c.right) continue;
+      auto it = merges_.find(PairKey(sym_id[c.left], sym_id[c.right]));
+      if (it == merges_.end() || it->second.rank != c.rank) continue;
+      sym_id[c.left] = c.new_id;
+      sym_end[c.left] = sym_end[c.right];
+      alive[c.right] = false;
+      next[c.left] = next[c.right];
+      if (next[c.left] < n) prev[next[c.left]] = c.left;
+      if (prev[c.left] != UINT32_MAX) push(prev[c.left], c.left);
+      if (next[c.left] < n) push(c.left, next[c.left]);
+    }
+    for (uint32_t i = 0; i < n; i = next[i]) {
+      ids.push_back(sym_id[i]);
+      ends.push_back(sym_end[i]);
+    }
+    return;
+  }
+  ids.insert(ids.end(), sym_id.begin(), sym_id.end());
+  ends.insert(ends.end(), sym_end.begin(), sym_end.end());
+}
+
+}  // namespace tokenbatch::tokenizer::internal

@@ -1,0 +1,38 @@
+// A compiled Oniguruma regular expression (UTF-8, ONIG_SYNTAX_ONIGURUMA,
+// ONIG_OPTION_CAPTURE_GROUP: the settings of the `onig` crate that Hugging Face
+// tokenizers uses for its Split and ByteLevel pre-tokenizers).
+//
+// Thread-safety: a Regex is immutable after Compile; FindAll may be called from
+// several threads at once (each call uses its own match region).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tokenbatch::tokenizer::internal {
+
+class Regex {
+ public:
+  // Compiles `pattern`; InvalidArgumentError with Oniguruma's message on failure.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  // Appends to `out` the [begin, end) byte ranges (relative to `text`) of all
+  // non-overlapping leftmost matches, scanning left to right. An empty match
+  // advances the scan by one code point and is not reported. `text` must be
+  // valid UTF-8.
+  void FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
+
+ private:
+  explicit Regex(void* regex) : regex_(regex) {}
+  void* regex_;  // OnigRegex
+};
+
+}  // namespace tokenbatch::tokenizer::internal

@@ -1,0 +1,71 @@
+// UTF-8 decoding and the Unicode predicates the tokenizer components need, on top
+// of utf8proc (Debian's libutf8proc). Internal to src/tokenizer.
+//
+// All functions are pure and thread-safe. Character properties come from the
+// utf8proc tables (Unicode 15.0 in Debian 12's libutf8proc 2.8); Hugging Face uses
+// Rust's tables, which are newer, so code points assigned after Unicode 15.0 may be
+// classified differently (see testdata/tokenizer/exceptions.json).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace tokenbatch::tokenizer::internal {
+
+// Decodes the code point at s[i]. Requires `s` to be valid UTF-8 (see
+// ValidateUtf8) and i < s.size(); sets `len` to its length in bytes (1-4).
+inline char32_t DecodeUtf8(std::string_view s, size_t i, int& len) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) { len = 1; return b0; }
+  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]) & 0x3F); };
+  if (b0 < 0xE0) { len = 2; return (static_cast<char32_t>(b0 & 0x1F) << 6) | b(1); }
+  if (b0 < 0xF0) { len = 3; return (static_cast<char32_t>(b0 & 0x0F) << 12) | (b(1) << 6) | b(2); }
+  len = 4;
+  return (static_cast<char32_t>(b0 & 0x07) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
+}
+
+// Appends the UTF-8 encoding of `c` to `out`.
+void AppendUtf8(char32_t c, std::string& out);
+
+// OK when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past
+// U+10FFFF); otherwise InvalidArgumentError naming the first bad byte offset.
+[[nodiscard]] absl::Status ValidateUtf8(std::string_view s);
+
+// True when every byte is < 0x80.
+[[nodiscard]] bool IsAscii(std::string_view s);
+
+// Rust's char::is_whitespace (the Unicode White_Space property).
+[[nodiscard]] bool IsWhitespace(char32_t c);
+// Unicode general category P* (Pc, Pd, Ps, Pe, Pi, Pf, Po).
+[[nodiscard]] bool IsPunctuation(char32_t c);
+// Unicode general category C* other than Cs (Cc, Cf, Co, Cn) plus Cs: Rust's
+// unicode_categories `is_other`, which BertNormalizer's clean_text removes.
+[[nodiscard]] bool IsOther(char32_t c);
+// Unicode general category Mn (what strip_accents removes after NFD).
+[[nodiscard]] bool IsNonspacingMark(char32_t c);
+// The CJK ideograph blocks of the original BERT tokenizer (handle_chinese_chars).
+[[nodiscard]] bool IsChineseChar(char32_t c);
+
+// Appends the full lowercase mapping of `c` (Rust's char::to_lowercase: simple
+// mappings plus U+0130 -> "i\u0307").
+void AppendLowercase(char32_t c, std::string& out);
+
+// Appends the canonical decomposition (NFD) of the single code point `c`.
+void AppendNfd(char32_t c, std::string& out);
+
+// Normalises `s` (valid UTF-8) to NFD.
+[[nodiscard]] std::string DecomposeUnicode(std::string_view s);
+
+// Normalises `s` (valid UTF-8) to NFC (`compat` false) or NFKC (`compat` true).
+[[nodiscard]] std::string NormalizeUnicode(std::string_view s, bool compat);
+
+// GPT-2's byte-level alphabet: the printable code point standing for byte `b`.
+[[nodiscard]] char32_t ByteToUnicode(uint8_t b);
+// Inverse of ByteToUnicode; -1 when `c` stands for no byte.
+[[nodiscard]] int UnicodeToByte(char32_t c);
+
+}  // namespace tokenbatch::tokenizer::internal
