@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: installs what it needs, builds the
-# `tokenbatch` program and runs it on the bundled defaults. Extra arguments are
-# passed to the subcommand.
+# `tokenbatch` program and runs `tokenbatch serve` on the bundled defaults (the
+# generated MiniLM-shaped model and the Qwen3 tokenizer, on 127.0.0.1:8080).
+# Extra arguments are passed to `serve` (see `tokenbatch serve --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-2}"
@@ -9,4 +10,4 @@ bash scripts/setup.sh >&2
 if [ -f scripts/prepare_assets.sh ]; then bash scripts/prepare_assets.sh >&2; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
 cmake --build build -j "$JOBS" --target tokenbatch_cli >&2
-exec build/src/cli/tokenbatch demo "$@"
+exec build/src/cli/tokenbatch serve "$@"

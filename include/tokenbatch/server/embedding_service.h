@@ -1,0 +1,111 @@
+// EmbeddingService: tokenizer -> Batcher -> backend, without any HTTP.
+//
+// A client request holds one or more inputs (texts or token ids). Embed tokenises
+// them on a small thread pool (never on the caller's thread, which is an I/O
+// thread), submits each input to the Batcher as its own request (so the inputs of
+// one client request may land in different batches), and calls the callback once
+// all are resolved. Oversize inputs follow the Batcher's oversize policy one by
+// one; a request-level `truncate` cuts an input to max_input_tokens first (TEI's
+// truncate / auto-truncate). If any input fails, the others are cancelled and the
+// request fails with the first error, its message prefixed with the input index.
+//
+// Thread-safety: every method may be called from any thread. Callbacks run on a
+// tokenizer-pool thread or a Batcher worker thread and must not block.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/runtime/batcher_options.h"
+#include "tokenbatch/runtime/metrics.h"
+#include "tokenbatch/server/embedding_backend.h"
+#include "tokenbatch/tokenizer/tokenizer.h"
+
+namespace tokenbatch::server {
+
+// One input of a client request.
+struct EmbedInput {
+  bool is_ids = false;
+  std::string text;               // when !is_ids: UTF-8 text (NUL bytes allowed)
+  std::vector<std::int64_t> ids;  // when is_ids: token ids, used as given
+};
+
+// Which end of an input a request-level truncation cuts.
+enum class TruncationDirection { kRight, kLeft };
+
+struct EmbedRequest {
+  std::vector<EmbedInput> inputs;   // >= 1
+  std::optional<bool> normalize;    // unset: the backend's default
+  std::optional<bool> truncate;     // unset: ServiceOptions::auto_truncate
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  int dimensions = 0;               // 0 = all hidden_size values
+};
+
+struct EmbedResult {
+  std::vector<std::vector<float>> embeddings;  // one per input, same order
+  std::int64_t tokens = 0;                     // tokens computed, all inputs
+  std::int64_t characters = 0;                 // bytes of text, all inputs
+  double tokenize_us = 0;                      // tokenising all inputs
+  double queue_us = 0;                         // longest queue wait of an input
+  double inference_us = 0;                     // longest batch run of an input
+};
+
+// One token of a /tokenize answer.
+struct TokenInfo {
+  std::uint32_t id = 0;
+  bool special = false;
+  std::uint32_t start = 0, stop = 0;  // byte offsets into the text
+};
+
+struct ServiceOptions {
+  BatcherOptions batcher;
+  int tokenizer_threads = 2;
+  // Default of EmbedRequest::truncate (TEI's --auto-truncate).
+  bool auto_truncate = false;
+};
+
+class EmbeddingService {
+ public:
+  using EmbedCallback = std::function<void(absl::StatusOr<EmbedResult>)>;
+  using TokenizeCallback = std::function<void(absl::StatusOr<std::vector<std::vector<TokenInfo>>>)>;
+
+  // Starts the tokenizer pool and the Batcher. The scheduler's max_input_tokens is
+  // capped at the backend's max_positions. Errors: InvalidArgument for bad
+  // options (those of Batcher::Create) or a missing tokenizer or backend.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<EmbeddingService>> Create(
+      ServiceOptions options, std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+      std::unique_ptr<EmbeddingBackend> backend);
+  ~EmbeddingService();
+
+  // Embeds `request` asynchronously; `done` is called exactly once. The returned
+  // function cancels whatever of the request is not done yet (for a client that
+  // disconnected): queued inputs are removed, not computed. Errors passed to
+  // `done`: InvalidArgument (invalid UTF-8, an empty input, an id out of range,
+  // bad dimensions), Oversize, QueueFull, ShuttingDown, Cancelled, Backend,
+  // OutOfMemory; messages start with "input[i]: " when one input is the cause.
+  std::function<void()> Embed(EmbedRequest request, EmbedCallback done);
+
+  // Tokenises `texts` on the pool; `done` is called exactly once.
+  void Tokenize(std::vector<std::string> texts, bool add_special_tokens, TokenizeCallback done);
+
+  // Stops accepting, drains or fails the queue per `mode`, waits for the tokenizer
+  // pool and the workers. Blocks. Idempotent.
+  void Shutdown(ShutdownMode mode);
+
+  [[nodiscard]] MetricsSnapshot metrics() const;
+  [[nodiscard]] std::int64_t max_input_tokens() const;
+  [[nodiscard]] const ServiceOptions& options() const;
+  [[nodiscard]] const EmbeddingBackend& backend() const;
+
+ private:
+  struct Impl;
+  explicit EmbeddingService(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenbatch::server

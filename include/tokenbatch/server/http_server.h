@@ -1,0 +1,51 @@
+// HttpServer: the asynchronous HTTP/1.1 front of the embedding server.
+//
+// Boost.Beast on Asio: io_threads threads run every connection (no thread per
+// connection); each connection is a chain of asynchronous reads and writes on its
+// own strand, with keep-alive. A request is parsed with the payload and header
+// limits (413 / 431 before the body is read), handed to the Router, and its reply
+// is posted back to the connection's strand from whichever thread produced it
+// (a tokenizer or Batcher worker). While a reply is pending the connection watches
+// its socket: a client that disconnects has its queued inputs cancelled.
+// A connection that does not deliver a whole request within read_timeout is closed.
+//
+// Stop: stop accepting; new requests get 503 with Connection: close; the service
+// drains or fails its queue (ServerOptions::drain); every pending request is
+// answered; then connections are closed and the I/O threads joined.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/server_options.h"
+
+namespace tokenbatch::server {
+
+class HttpServer {
+ public:
+  // Binds options.host:options.port and starts serving on options.io_threads
+  // threads. `service` must outlive the server. Errors: InvalidArgument for a bad
+  // address or io_threads < 1; Unavailable when the port cannot be bound.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const ServerOptions& options,
+                                                                         EmbeddingService* service);
+  // Stops (see Stop) if it was not stopped.
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The bound port (the ephemeral one when options.port was 0).
+  [[nodiscard]] std::uint16_t port() const;
+
+  // Graceful stop, as described above. Blocks until done (at most the drain time
+  // plus options.shutdown_grace). Idempotent; call from any thread but an I/O one.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenbatch::server

@@ -1,0 +1,260 @@
+// `tokenbatch serve`: the HTTP embedding server (OpenAI and TEI APIs).
+//
+// Flags follow TEI / vLLM names; each can also be set by an environment variable
+// TOKENBATCH_<FLAG> (e.g. TOKENBATCH_MAX_BATCH_TOKENS=8192), the flag winning.
+// With no flags it serves the bundled model and the Qwen3 tokenizer written by
+// scripts/setup.sh on 127.0.0.1:8080. SIGINT / SIGTERM stop it gracefully (drain
+// per --shutdown) and it exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/http_server.h"
+
+namespace tokenbatch::cli {
+namespace {
+
+// The bundled default: a MiniLM-shaped encoder with Qwen3's vocabulary, so that
+// the default tokenizer's ids fit it (scripts/gen_models.py --models minilm
+// --vocab-size 151669), in build/cache/models beside build/cache/qwen3.
+std::string DefaultModel() {
+  const std::filesystem::path cache = std::filesystem::path(TOKENBATCH_DEFAULT_TOKENIZER).parent_path().parent_path();
+  return (cache / "models" / "minilm-v151669.pt").string();
+}
+
+struct ServeArgs {
+  std::string model = DefaultModel();
+  std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+  std::string served_model_name;
+  std::string backend = "torch";
+  std::string pooling = "mean";
+  bool normalize = true;
+  std::string device = "cpu";
+  int threads = 0;
+  std::int64_t max_batch_tokens = 0;  // 0: the calibration's or the scheduler's default
+  std::int64_t max_batch_requests = 64;
+  double max_wait_ms = 4;
+  std::string cost_model = "padded";
+  std::string policy = "length_aware";
+  std::int64_t max_input_tokens = 0;
+  std::string oversize = "reject";
+  bool auto_truncate = false;
+  std::size_t max_concurrent_requests = 512;
+  std::size_t max_client_batch_size = 256;
+  std::int64_t max_queue_tokens = 0;
+  int workers = 1;
+  int io_threads = 2;
+  int tokenization_workers = 2;
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::string api_key;
+  std::size_t payload_limit = 2'000'000;
+  int read_timeout_ms = 30'000;
+  std::string shutdown = "drain";
+  std::string calibration;
+  int noop_hidden = 384;
+  int noop_delay_us = 0;
+  std::string log_level = "info";
+};
+
+[[noreturn]] void Fail(const std::string& message) {
+  spdlog::error("serve: {}", message);
+  std::exit(2);
+}
+
+template <typename T>
+T OrFail(absl::StatusOr<T> v, const std::string& what) {
+  if (!v.ok()) Fail(fmt::format("{}: {}", what, std::string(v.status().message())));
+  return *std::move(v);
+}
+
+// The scheduler options from the flags and, if given, a `tokenbatch calibrate`
+// JSON: its memory fit for --cost-model memory, and its recommended budget for the
+// chosen cost model unless --max-batch-tokens is set.
+SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
+  SchedulerOptions s;
+  s.max_batch_size = a.max_batch_requests;
+  s.max_wait = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(a.max_wait_ms));
+  s.policy = OrFail(ParsePackingPolicy(a.policy), "--policy");
+  s.oversize = OrFail(ParseOversizePolicy(a.oversize), "--oversize");
+  s.max_input_tokens = a.max_input_tokens;
+  s.max_queued_tokens = a.max_queue_tokens;
+  nlohmann::json calib;
+  if (!a.calibration.empty()) {
+    std::ifstream in(a.calibration);
+    calib = nlohmann::json::parse(in, nullptr, false);
+    if (calib.is_discarded() || !calib.is_object()) Fail("cannot parse --calibration " + a.calibration);
+  }
+  if (a.cost_model == "memory") {
+    if (calib.is_null()) Fail("--cost-model memory needs --calibration FILE (from `tokenbatch calibrate`)");
+    const auto& m = calib.value("memory_model", nlohmann::json::object());
+    s.cost_model = OrFail(CostModel::Memory(m.value("c0", 0.0), m.value("c1", 0.0), m.value("c2", 0.0)),
+                          "--calibration memory_model");
+  } else {
+    s.cost_model = OrFail(CostModel::Parse(a.cost_model), "--cost-model");
+  }
+  if (a.max_batch_tokens > 0) {
+    s.max_batch_tokens = a.max_batch_tokens;
+  } else if (!calib.is_null()) {
+    const auto& rec = calib.value("recommended_max_batch_tokens", nlohmann::json::object());
+    const std::int64_t v = rec.value(std::string(s.cost_model.name()), std::int64_t{0});
+    if (v <= 0) Fail(fmt::format("--calibration has no recommended budget for cost model {}", s.cost_model.name()));
+    s.max_batch_tokens = v;
+  }
+  if (absl::Status st = Validate(s); !st.ok()) Fail(std::string(st.message()));
+  return s;
+}
+
+std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const tokenizer::Tokenizer& tok) {
+  if (a.backend == "noop") {
+    return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
+                                    .delay = std::chrono::microseconds(a.noop_delay_us),
+                                    .normalize = a.normalize});
+  }
+  if (a.backend != "torch") Fail("--backend must be torch or noop, got " + a.backend);
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+  if (!std::filesystem::exists(a.model)) {
+    Fail(fmt::format("model {} not found; run scripts/setup.sh (or /usr/bin/python3 scripts/gen_models.py "
+                     "--models minilm --vocab-size 151669), or pass --model, or --backend noop",
+                     a.model));
+  }
+  backend::EncoderOptions eo{.model_path = a.model, .device = a.device, .normalize = a.normalize,
+                             .num_threads = a.threads};
+  eo.pooling = OrFail(backend::ParsePooling(a.pooling), "--pooling");
+  // The sidecar gen_models.py writes beside the model gives its vocabulary and positions.
+  const std::string sidecar = std::filesystem::path(a.model).replace_extension(".json").string();
+  if (std::ifstream in(sidecar); in) {
+    const nlohmann::json shape = nlohmann::json::parse(in, nullptr, false);
+    if (shape.is_object()) {
+      eo.vocab_size = shape.value("vocab", std::int64_t{0});
+      eo.max_positions = shape.value("max_positions", std::int64_t{0});
+    }
+  }
+  // A smaller model vocabulary still serves token-id inputs below it (e.g. the
+  // tiny test model); texts whose ids fall outside get 422 naming the mismatch.
+  if (eo.vocab_size > 0 && static_cast<std::int64_t>(tok.VocabSize()) > eo.vocab_size) {
+    spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", a.tokenizer,
+                 tok.VocabSize(), a.model, eo.vocab_size);
+  }
+  return OrFail(server::MakeTorchBackend(eo), "loading " + a.model);
+#else
+  (void)tok;
+  Fail("this build has no libtorch backend; use --backend noop");
+#endif
+}
+
+void Run(const ServeArgs& a) {
+  spdlog::set_level(spdlog::level::from_str(a.log_level));
+  // SIGINT/SIGTERM are blocked in every thread (the mask is inherited) and taken
+  // synchronously by sigwait below: no async-signal-safety concerns.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  server::ServiceOptions so;
+  so.batcher.scheduler = SchedulerFromArgs(a);
+  so.batcher.num_workers = a.workers;
+  so.tokenizer_threads = a.tokenization_workers;
+  so.auto_truncate = a.auto_truncate;
+  if (a.shutdown != "drain" && a.shutdown != "cancel") Fail("--shutdown must be drain or cancel");
+  const ShutdownMode mode = a.shutdown == "drain" ? ShutdownMode::kDrain : ShutdownMode::kCancelQueued;
+  so.batcher.shutdown_on_destroy = mode;
+
+  auto tok = OrFail(tokenizer::Tokenizer::FromFile(a.tokenizer), "loading tokenizer " + a.tokenizer);
+  auto backend = MakeBackend(a, *tok);
+  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), a.tokenizer);
+  auto service = OrFail(server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
+
+  server::ServerOptions opts;
+  opts.host = a.host;
+  opts.port = a.port;
+  opts.io_threads = a.io_threads;
+  opts.api_key = a.api_key;
+  opts.payload_limit = a.payload_limit;
+  opts.max_client_batch_size = a.max_client_batch_size;
+  opts.max_concurrent_requests = a.max_concurrent_requests;
+  opts.read_timeout = std::chrono::milliseconds(a.read_timeout_ms);
+  opts.drain = mode;
+  opts.model_name = !a.served_model_name.empty() ? a.served_model_name
+                    : a.backend == "noop"        ? "noop"
+                                                 : std::filesystem::path(a.model).stem().string();
+  auto http = OrFail(server::HttpServer::Start(opts, service.get()), "starting the server");
+  const SchedulerOptions& s = service->options().batcher.scheduler;
+  spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
+               s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
+               OversizePolicyName(s.oversize), service->max_input_tokens());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}; stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  http->Stop();
+  http.reset();
+  service.reset();
+  std::exit(0);
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "HTTP embedding server (OpenAI /v1/embeddings, TEI /embed)");
+  // Every option also reads TOKENBATCH_<NAME> from the environment.
+  auto opt = [&](const std::string& flag, auto& value, const std::string& help) {
+    std::string env = "TOKENBATCH_" + flag.substr(2);
+    std::transform(env.begin(), env.end(), env.begin(), [](char c) { return c == '-' ? '_' : std::toupper(c); });
+    return cmd->add_option(flag, value, help)->envname(env)->capture_default_str();
+  };
+  opt("--model", args->model, "TorchScript encoder (.pt); its .json sidecar gives vocab and max_positions");
+  opt("--tokenizer", args->tokenizer, "Hugging Face tokenizer.json");
+  opt("--served-model-name", args->served_model_name, "name reported by /info and in OpenAI responses");
+  opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");
+  opt("--pooling", args->pooling, "cls, mean or last");
+  opt("--normalize", args->normalize, "L2-normalise embeddings unless a request says otherwise");
+  opt("--device", args->device, "cpu or cuda:N");
+  opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
+  opt("--max-batch-tokens", args->max_batch_tokens,
+      "batch budget in the cost model's unit (0 = from --calibration, else 4096)");
+  opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch");
+  opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
+  opt("--cost-model", args->cost_model, "sum, padded, or memory (needs --calibration)");
+  opt("--policy", args->policy, "fifo, bucketed or length_aware");
+  opt("--max-input-tokens", args->max_input_tokens, "longest input accepted as is (0 = derived from the budget)");
+  opt("--oversize", args->oversize, "reject, truncate or split");
+  cmd->add_flag("--auto-truncate", args->auto_truncate, "truncate long inputs unless a request says not to")
+      ->envname("TOKENBATCH_AUTO_TRUNCATE");
+  opt("--max-concurrent-requests", args->max_concurrent_requests, "HTTP requests handled at once (429 beyond)");
+  opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)");
+  opt("--max-queue-tokens", args->max_queue_tokens, "most tokens queued (429 beyond; 0 = unlimited)");
+  opt("--workers", args->workers, "model instances running batches concurrently");
+  opt("--io-threads", args->io_threads, "threads for socket I/O");
+  opt("--tokenization-workers", args->tokenization_workers, "threads tokenising inputs");
+  opt("--host", args->host, "address to listen on");
+  opt("--port", args->port, "TCP port");
+  opt("--api-key", args->api_key, "require Authorization: Bearer KEY (except /health)");
+  opt("--payload-limit", args->payload_limit, "largest request body, bytes (413 beyond)");
+  opt("--read-timeout-ms", args->read_timeout_ms, "close a connection that takes longer to send a request");
+  opt("--shutdown", args->shutdown, "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503)");
+  opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");
+  opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
+  opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");
+  opt("--log-level", args->log_level, "trace, debug, info, warn, error");
+  cmd->callback([args] { Run(*args); });
+}
+
+}  // namespace tokenbatch::cli

@@ -1,0 +1,78 @@
+// The HTTP API's JSON shapes, without sockets: parse request bodies into
+// EmbedRequest, format results and errors, map error kinds to status codes.
+//
+// Two flavours share one service: OpenAI (/v1/embeddings: `input`, `model`,
+// `encoding_format`, `dimensions`; errors as {"error": {"message", "type",
+// "param", "code"}}) and TEI (/embed, /tokenize: `inputs`, `normalize`,
+// `truncate`, `truncation_direction`, `dimensions`; errors as {"error",
+// "error_type"}). Status codes: 400 malformed JSON or wrong types, 413 too many
+// inputs, 422 invalid UTF-8 or unsupported values, plus FromStatus for service
+// errors. Every error message names the field or the cause.
+//
+// Pure functions: thread-safe, never block, never throw.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tokenbatch/server/embedding_service.h"
+
+namespace tokenbatch::server {
+
+enum class ApiFlavor { kOpenAi, kTei };
+
+// An error answer: HTTP status, the message, and the flavour's type string
+// (TEI's error_type "Validation", "Overloaded", ...; OpenAI's "invalid_request_error", ...).
+struct ApiError {
+  int status = 400;
+  std::string message;
+};
+
+struct ApiLimits {
+  std::size_t max_client_batch_size = 256;  // more inputs -> 413
+  int max_json_depth = 64;                  // deeper nesting -> 400, checked before parsing
+};
+
+struct OpenAiEmbeddingsRequest {
+  EmbedRequest request;
+  std::string model;    // echoed back; empty = the server's model name
+  bool base64 = false;  // encoding_format "base64"
+};
+
+struct TokenizeRequest {
+  std::vector<std::string> texts;
+  bool add_special_tokens = true;
+};
+
+// Parsers: UTF-8 and nesting are checked first (422 and 400), then the JSON.
+[[nodiscard]] std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
+                                                                                   const ApiLimits& limits);
+[[nodiscard]] std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const ApiLimits& limits);
+[[nodiscard]] std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body,
+                                                                    const ApiLimits& limits);
+
+// Response bodies.
+[[nodiscard]] std::string OpenAiEmbeddingsBody(const EmbedResult& result, std::string_view model, bool base64);
+[[nodiscard]] std::string TeiEmbedBody(const EmbedResult& result);
+[[nodiscard]] std::string TokenizeBody(const std::vector<std::string>& texts,
+                                       const std::vector<std::vector<TokenInfo>>& tokens);
+[[nodiscard]] std::string ErrorBody(ApiFlavor flavor, const ApiError& error);
+
+// The HTTP status for a service error, by ErrorKind: QueueFull 429, Oversize 413,
+// InvalidArgument 422, ShuttingDown 503, DeadlineExceeded 504, Cancelled 499
+// (client gone; never seen by it), OutOfMemory / Backend / unclassified 500.
+[[nodiscard]] ApiError FromStatus(const absl::Status& status);
+
+// Helpers, exposed for tests.
+// The byte offset of the first invalid UTF-8 sequence, or npos if valid.
+[[nodiscard]] std::size_t FindInvalidUtf8(std::string_view s);
+// Deepest [ / { nesting outside strings.
+[[nodiscard]] int JsonNestingDepth(std::string_view s);
+// Standard base64 of the floats' little-endian bytes (OpenAI's encoding_format).
+[[nodiscard]] std::string FloatsToBase64(const std::vector<float>& values);
+
+}  // namespace tokenbatch::server

@@ -1,0 +1,315 @@
+// EmbeddingService: tokenise on a pool, one Batcher request per input, gather.
+#include "tokenbatch/server/embedding_service.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "tokenbatch/core/errors.h"
+#include "tokenbatch/runtime/batcher.h"
+#include "server/input_tokens.h"
+
+namespace tokenbatch::server {
+namespace {
+
+// What one Batcher request carries: the backend input and when it was queued
+// (for the queue-time header).
+struct Item {
+  backend::EmbeddingInput input;
+  TimePoint queued{};
+};
+struct ItemOut {
+  std::vector<float> values;
+  double queue_us = 0;
+  double inference_us = 0;
+};
+using ServiceBatcher = Batcher<Item, ItemOut>;
+
+double MicrosBetween(TimePoint a, TimePoint b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+// The same status (code and kind payload) with `prefix` before its message.
+absl::Status Prefixed(const absl::Status& status, std::string_view prefix) {
+  absl::Status out(status.code(), absl::StrCat(ToAbsl(prefix), status.message()));
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+// Weighted mean of a split input's window embeddings (weights: window tokens).
+// The backend normalised each part when asked, so the mean is normalised again
+// when every part is unit length.
+absl::StatusOr<ItemOut> MergeWindows(std::span<const ItemOut> parts, std::span<const TokenWindow> windows) {
+  if (parts.empty()) return BackendError("split request produced no windows");
+  ItemOut out;
+  out.values.assign(parts[0].values.size(), 0.0f);
+  double total = 0;
+  bool all_unit = true;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    if (parts[k].values.size() != out.values.size()) return BackendError("window embeddings differ in width");
+    const double w = static_cast<double>(windows[k].size());
+    total += w;
+    double norm2 = 0;
+    for (std::size_t j = 0; j < out.values.size(); ++j) {
+      out.values[j] += static_cast<float>(w * parts[k].values[j]);
+      norm2 += double(parts[k].values[j]) * parts[k].values[j];
+    }
+    all_unit = all_unit && std::abs(norm2 - 1.0) < 1e-3;
+    out.queue_us = std::max(out.queue_us, parts[k].queue_us);
+    out.inference_us += parts[k].inference_us;
+  }
+  double norm2 = 0;
+  for (float& x : out.values) {
+    x = static_cast<float>(x / total);
+    norm2 += double(x) * x;
+  }
+  if (all_unit && norm2 > 0) {
+    for (float& x : out.values) x = static_cast<float>(x / std::sqrt(norm2));
+  }
+  return out;
+}
+
+// One client request in flight: its inputs' results and who to tell.
+struct Pending {
+  std::mutex mu;
+  EmbeddingService::EmbedCallback done;
+  std::vector<ItemOut> outs;
+  std::vector<RequestId> ids;  // submitted so far
+  absl::Status error;          // the first failure
+  bool cancelled = false;
+  std::atomic<std::size_t> remaining{0};
+  EmbedResult result;
+  ServiceBatcher* batcher = nullptr;
+
+  // Counts `k` inputs as resolved; the last one answers.
+  void Release(std::size_t k) {
+    if (remaining.fetch_sub(k) != k) return;
+    if (!error.ok()) {
+      done(error);
+      return;
+    }
+    for (ItemOut& o : outs) {
+      result.queue_us = std::max(result.queue_us, o.queue_us);
+      result.inference_us = std::max(result.inference_us, o.inference_us);
+      result.embeddings.push_back(std::move(o.values));
+    }
+    done(std::move(result));
+  }
+  // Records `status` as the request's failure (if first) and cancels the rest.
+  void Fail(absl::Status status) {
+    std::vector<RequestId> to_cancel;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error.ok()) return;
+      error = std::move(status);
+      to_cancel = ids;
+    }
+    for (RequestId id : to_cancel) batcher->Cancel(id);  // may call back here: lock released
+  }
+};
+
+}  // namespace
+
+struct EmbeddingService::Impl {
+  ServiceOptions options;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<EmbeddingBackend> backend;
+  std::unique_ptr<ServiceBatcher> batcher;
+  std::int64_t max_input_tokens = 0;
+  std::unique_ptr<boost::asio::thread_pool> pool;
+  std::mutex stop_mu;
+  bool stopped = false;  // guarded by stop_mu: no more posts to the pool
+  std::once_flag shutdown_once;
+
+  // Posts `task` to the pool unless stopped; returns false if stopped.
+  template <typename F>
+  bool Post(F&& task) {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    if (stopped) return false;
+    boost::asio::post(*pool, std::forward<F>(task));
+    return true;
+  }
+
+  void RunEmbed(const std::shared_ptr<Pending>& p, EmbedRequest& request);
+};
+
+void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRequest& request) {
+  const std::size_t n = request.inputs.size();
+  const TimePoint t0 = SteadyClock::now();
+  const int hidden = backend->hidden_size();
+  if (request.dimensions < 0 || request.dimensions > hidden) {
+    p->done(InvalidArgumentError(
+        absl::StrCat("dimensions ", request.dimensions, " outside [1, ", hidden, "] (the model's width)")));
+    return;
+  }
+  InputTokenLimits limits{.vocab_size = backend->vocab_size(),
+                          .truncate_to = request.truncate.value_or(options.auto_truncate) ? max_input_tokens : 0,
+                          .direction = request.truncation_direction};
+  std::vector<Item> items(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    absl::StatusOr<std::vector<std::int32_t>> ids = InputToIds(*tokenizer, request.inputs[i], limits);
+    if (!ids.ok()) {
+      p->done(Prefixed(ids.status(), absl::StrCat("input[", i, "]: ")));
+      return;
+    }
+    p->result.tokens += static_cast<std::int64_t>(ids->size());
+    if (!request.inputs[i].is_ids) p->result.characters += static_cast<std::int64_t>(request.inputs[i].text.size());
+    items[i].input.input_ids = *std::move(ids);
+    items[i].input.normalize = request.normalize;
+    items[i].input.dimensions = request.dimensions;
+  }
+  p->result.tokenize_us = MicrosBetween(t0, SteadyClock::now());
+
+  std::size_t submitted = 0;
+  absl::Status refused;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::lock_guard<std::mutex> lock(p->mu);
+    if (!p->error.ok()) break;  // cancelled or an earlier input failed
+    const auto tokens = static_cast<std::int64_t>(items[i].input.input_ids.size());
+    items[i].queued = SteadyClock::now();
+    absl::StatusOr<RequestId> id = batcher->Submit(
+        std::move(items[i]), tokens, SubmitOptions{}, [p, i](absl::StatusOr<ItemOut> r) {
+          if (r.ok()) {
+            std::lock_guard<std::mutex> lock(p->mu);
+            p->outs[i] = *std::move(r);
+          } else {
+            p->Fail(Prefixed(r.status(), absl::StrCat("input[", i, "]: ")));
+          }
+          p->Release(1);
+        });
+    if (!id.ok()) {
+      refused = Prefixed(id.status(), absl::StrCat("input[", i, "]: "));
+      break;
+    }
+    p->ids.push_back(*id);
+    ++submitted;
+  }
+  if (!refused.ok()) p->Fail(std::move(refused));
+  p->Release(n - submitted + 1);  // the unsubmitted inputs and this function's hold
+}
+
+EmbeddingService::EmbeddingService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+EmbeddingService::~EmbeddingService() { Shutdown(impl_->options.batcher.shutdown_on_destroy); }
+
+absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
+    ServiceOptions options, std::unique_ptr<tokenizer::Tokenizer> tokenizer,
+    std::unique_ptr<EmbeddingBackend> backend) {
+  if (tokenizer == nullptr) return InvalidArgumentError("EmbeddingService needs a tokenizer");
+  if (backend == nullptr) return InvalidArgumentError("EmbeddingService needs a backend");
+  if (options.tokenizer_threads < 1) {
+    return InvalidArgumentError(absl::StrCat("tokenizer_threads must be >= 1, got ", options.tokenizer_threads));
+  }
+  SchedulerOptions& sched = options.batcher.scheduler;
+  const std::int64_t positions = backend->max_positions();
+  if (positions > 0) {
+    const std::int64_t derived = EffectiveMaxInputTokens(sched);
+    if (sched.max_input_tokens == 0 || sched.max_input_tokens > positions) {
+      sched.max_input_tokens = std::min(derived, positions);
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  const EmbeddingBackend* raw = backend.get();
+  absl::StatusOr<std::unique_ptr<ServiceBatcher>> batcher = ServiceBatcher::Create(
+      options.batcher,
+      [raw](std::span<const Item> items) -> absl::StatusOr<std::vector<ItemOut>> {
+        const TimePoint start = SteadyClock::now();
+        std::vector<backend::EmbeddingInput> inputs;
+        inputs.reserve(items.size());
+        for (const Item& it : items) inputs.push_back(it.input);
+        absl::StatusOr<std::vector<backend::Embedding>> embedded = raw->Embed(inputs);
+        if (!embedded.ok()) return embedded.status();
+        const TimePoint end = SteadyClock::now();
+        std::vector<ItemOut> out(items.size());
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          out[i].values = std::move((*embedded)[i].values);
+          out[i].queue_us = MicrosBetween(items[i].queued, start);
+          out[i].inference_us = MicrosBetween(start, end);
+        }
+        return out;
+      },
+      ServiceBatcher::Hooks{
+          .slice = [](const Item& in, TokenWindow w) -> absl::StatusOr<Item> {
+            Item out;
+            const auto& ids = in.input.input_ids;
+            out.input.input_ids.assign(ids.begin() + w.begin, ids.begin() + w.end);
+            out.input.normalize = in.input.normalize;
+            out.input.dimensions = in.input.dimensions;
+            out.queued = in.queued;
+            return out;
+          },
+          .merge = MergeWindows});
+  if (!batcher.ok()) return batcher.status();
+  impl->max_input_tokens = EffectiveMaxInputTokens(options.batcher.scheduler);
+  impl->batcher = *std::move(batcher);
+  impl->pool = std::make_unique<boost::asio::thread_pool>(options.tokenizer_threads);
+  impl->options = std::move(options);
+  impl->tokenizer = std::move(tokenizer);
+  impl->backend = std::move(backend);
+  return std::unique_ptr<EmbeddingService>(new EmbeddingService(std::move(impl)));
+}
+
+std::function<void()> EmbeddingService::Embed(EmbedRequest request, EmbedCallback done) {
+  auto p = std::make_shared<Pending>();
+  p->done = std::move(done);
+  p->outs.resize(request.inputs.size());
+  p->remaining = request.inputs.size() + 1;  // + RunEmbed's own hold, released after submitting
+  p->batcher = impl_->batcher.get();
+  Impl* impl = impl_.get();
+  const bool posted = impl->Post([impl, p, req = std::move(request)]() mutable { impl->RunEmbed(p, req); });
+  if (!posted) {
+    p->done(ShuttingDownError("the server is shutting down"));
+    return [] {};
+  }
+  return [p] { p->Fail(CancelledError("the client disconnected")); };
+}
+
+void EmbeddingService::Tokenize(std::vector<std::string> texts, bool add_special_tokens, TokenizeCallback done) {
+  auto shared_done = std::make_shared<TokenizeCallback>(std::move(done));
+  const tokenizer::Tokenizer* tok = impl_->tokenizer.get();
+  const bool posted = impl_->Post([tok, shared_done, texts = std::move(texts), add_special_tokens] {
+    std::vector<std::vector<TokenInfo>> out(texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      absl::StatusOr<tokenizer::Encoding> enc =
+          tok->Encode(texts[i], {.add_special_tokens = add_special_tokens, .with_offsets = true});
+      if (!enc.ok()) {
+        const absl::string_view m = enc.status().message();  // the tokenizer's status has no kind
+        (*shared_done)(tokenbatch::InvalidArgumentError(absl::StrCat("input[", i, "]: ", m)));
+        return;
+      }
+      out[i].resize(enc->ids.size());
+      for (std::size_t k = 0; k < enc->ids.size(); ++k) {
+        out[i][k] = TokenInfo{.id = enc->ids[k],
+                              .special = k < enc->special.size() && enc->special[k] != 0,
+                              .start = k < enc->offsets.size() ? enc->offsets[k].first : 0,
+                              .stop = k < enc->offsets.size() ? enc->offsets[k].second : 0};
+      }
+    }
+    (*shared_done)(std::move(out));
+  });
+  if (!posted) (*shared_done)(ShuttingDownError("the server is shutting down"));
+}
+
+void EmbeddingService::Shutdown(ShutdownMode mode) {
+  std::call_once(impl_->shutdown_once, [&] {
+    {
+      std::lock_guard<std::mutex> lock(impl_->stop_mu);
+      impl_->stopped = true;
+    }
+    impl_->pool->join();  // every request already received is tokenised and submitted
+    impl_->batcher->Shutdown(mode);
+  });
+}
+
+MetricsSnapshot EmbeddingService::metrics() const { return impl_->batcher->metrics(); }
+std::int64_t EmbeddingService::max_input_tokens() const { return impl_->max_input_tokens; }
+const ServiceOptions& EmbeddingService::options() const { return impl_->options; }
+const EmbeddingBackend& EmbeddingService::backend() const { return *impl_->backend; }
+
+}  // namespace tokenbatch::server

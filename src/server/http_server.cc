@@ -1,0 +1,317 @@
+// HttpServer: Boost.Beast sessions around the Router (see http_server.h).
+// The only translation unit of the library that includes Beast (it compiles
+// slowly); everything about routes and JSON lives in router.cc and api.cc.
+#include "tokenbatch/server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>  // before Asio: Boost 1.74's asio needs it with g++ 12
+#include <vector>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/api.h"
+#include "server/router.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::server {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// What every session shares; owned by HttpServer::Impl, outlives the sessions.
+struct Shared {
+  Shared(const ServerOptions& o, EmbeddingService* service) : options(o), router(o, service) {}
+  const ServerOptions options;
+  Router router;
+  std::atomic<std::int64_t> sessions{0};
+  std::atomic<std::uint64_t> next_request_id{1};
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket&& socket, Shared* shared) : stream_(std::move(socket)), shared_(shared) {
+    shared_->sessions.fetch_add(1);
+  }
+  ~Session() { shared_->sessions.fetch_sub(1); }
+
+  void Run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this())); }
+
+ private:
+  void DoRead() {
+    parser_.emplace();
+    parser_->body_limit(shared_->options.payload_limit);
+    parser_->header_limit(shared_->options.header_limit);
+    // One deadline for the whole request (headers and body), and for idle
+    // keep-alive time: a client that trickles bytes cannot hold the connection.
+    stream_.expires_after(shared_->options.read_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  void OnHeader(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    const auto& req = parser_->get();
+    if (beast::iequals(req[http::field::expect], "100-continue")) {
+      continue_.emplace(http::status::continue_, 11);
+      return http::async_write(stream_, *continue_, [self = shared_from_this()](beast::error_code wec, std::size_t) {
+        if (wec) return self->Close();
+        self->ReadBody();
+      });
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == http::error::body_limit) {
+      return SendParseError(413, absl::StrCat("request body larger than the payload limit of ",
+                                              shared_->options.payload_limit, " bytes"));
+    }
+    if (ec == http::error::header_limit) {
+      return SendParseError(431, absl::StrCat("request headers larger than ", shared_->options.header_limit,
+                                              " bytes"));
+    }
+    // A broken request line or header gets 400; a connection that closed or
+    // timed out (idle, or a slow client) is just closed.
+    if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return SendParseError(400, absl::StrCat("malformed HTTP request: ", ec.message()));
+    }
+    if (ec == beast::error::timeout) spdlog::debug("closing a connection that timed out reading a request");
+    Close();
+  }
+
+  void OnRead(beast::error_code ec, std::size_t) {
+    if (ec) return OnReadError(ec);
+    auto& req = parser_->get();
+    keep_alive_ = req.keep_alive();
+    HttpRequest request{.method = std::string(req.method_string()),
+                        .target = std::string(req.target()),
+                        .authorization = std::string(req[http::field::authorization]),
+                        .body = std::move(req.body())};
+    const auto client_id = req["x-request-id"];
+    request.request_id = !client_id.empty() && client_id.size() <= 64
+                             ? std::string(client_id)
+                             : absl::StrCat("r", shared_->next_request_id.fetch_add(1));
+    parser_.reset();
+    stream_.expires_never();  // inference may take long; the disconnect watch covers clients
+    pending_ = true;
+    const std::uint64_t gen = ++generation_;
+    cancel_ = shared_->router.Handle(std::move(request), [self = shared_from_this(), gen](HttpReply reply) {
+      // From any thread: back to this connection's strand.
+      net::post(self->stream_.get_executor(),
+                [self, gen, reply = std::move(reply)]() mutable { self->OnReply(gen, std::move(reply)); });
+    });
+    if (pending_ && cancel_) WatchDisconnect(gen);
+  }
+
+  // While a reply is pending, waits for the socket to become readable: EOF or an
+  // error means the client left, so its queued inputs are cancelled. Bytes of a
+  // pipelined next request end the watch (they are read after the reply).
+  void WatchDisconnect(std::uint64_t gen) {
+    watching_ = true;
+    stream_.socket().async_wait(tcp::socket::wait_read, [self = shared_from_this(), gen](beast::error_code ec) {
+      self->watching_ = false;
+      if (ec || gen != self->generation_ || !self->pending_) return;
+      char byte;
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        self->peer_closed_ = true;
+        if (auto cancel = std::move(self->cancel_)) cancel();
+      } else if (n < 0) {
+        self->WatchDisconnect(gen);  // spurious wake-up
+      }
+    });
+  }
+
+  void OnReply(std::uint64_t gen, HttpReply reply) {
+    if (gen != generation_ || !pending_) return;
+    pending_ = false;
+    cancel_ = nullptr;
+    if (watching_) {
+      beast::error_code ignored;
+      stream_.socket().cancel(ignored);
+    }
+    if (peer_closed_) return Close();
+    Write(std::move(reply), keep_alive_ && !shared_->router.shutting_down());
+  }
+
+  void SendParseError(int status, std::string message) {
+    shared_->router.CountReply("unparsed", status);
+    linger_ = true;
+    spdlog::debug("rejecting a request before routing: {} {}", status, message);
+    Write(HttpReply{.status = status, .body = ErrorBody(ApiFlavor::kTei, ApiError{status, std::move(message)})},
+          /*keep_alive=*/false);
+  }
+
+  void Write(HttpReply reply, bool keep_alive) {
+    response_.emplace();
+    response_->version(11);
+    response_->result(static_cast<unsigned>(reply.status));
+    response_->set(http::field::server, "tokenbatch");
+    response_->set(http::field::content_type, reply.content_type);
+    for (auto& [name, value] : reply.headers) response_->set(name, value);
+    response_->body() = std::move(reply.body);
+    response_->keep_alive(keep_alive);
+    response_->prepare_payload();
+    stream_.expires_after(shared_->options.read_timeout);  // a client that never reads is dropped too
+    http::async_write(stream_, *response_, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+      self->response_.reset();
+      if (!ec && !keep_alive && self->linger_) return self->LingerClose();
+      if (ec || !keep_alive) return self->Close();
+      self->DoRead();
+    });
+  }
+
+  // After an error reply to a request whose body was not read: stop sending, then
+  // read and drop what the client still sends (for at most a second) before
+  // closing, so that closing with unread data does not reset the connection
+  // before the client has read the reply.
+  void LingerClose() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(1));
+    discard_.resize(16 * 1024);
+    Discard();
+  }
+  void Discard() {
+    stream_.async_read_some(net::buffer(discard_), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->Close();
+      self->Discard();
+    });
+  }
+
+  void Close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().close(ignored);
+  }
+
+  beast::tcp_stream stream_;
+  Shared* const shared_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::empty_body>> continue_;
+  std::optional<http::response<http::string_body>> response_;
+  std::function<void()> cancel_;
+  std::uint64_t generation_ = 0;
+  bool keep_alive_ = true;
+  bool pending_ = false;
+  bool watching_ = false;
+  bool peer_closed_ = false;
+  bool linger_ = false;
+  std::vector<char> discard_;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Impl(const ServerOptions& options, EmbeddingService* service)
+      : shared(options, service), service(service), acceptor(net::make_strand(ioc)) {}
+
+  void DoAccept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (!acceptor.is_open()) return;
+      if (!ec) {
+        beast::error_code ignored;
+        socket.set_option(tcp::no_delay(true), ignored);
+        std::make_shared<Session>(std::move(socket), &shared)->Run();
+      } else {
+        spdlog::warn("accept failed: {}", ec.message());
+      }
+      DoAccept();
+    });
+  }
+
+  Shared shared;
+  EmbeddingService* const service;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  std::uint16_t port = 0;
+  std::vector<std::thread> threads;
+  std::once_flag stop_once;
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpServer::~HttpServer() { Stop(); }
+std::uint16_t HttpServer::port() const { return impl_->port; }
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& options,
+                                                               EmbeddingService* service) {
+  if (service == nullptr) return InvalidArgumentError("HttpServer needs a service");
+  if (options.io_threads < 1) {
+    return InvalidArgumentError(absl::StrCat("io_threads must be >= 1, got ", options.io_threads));
+  }
+  beast::error_code ec;
+  const std::string host = options.host == "localhost" ? "127.0.0.1" : options.host;
+  const net::ip::address address = net::ip::make_address(host, ec);
+  if (ec) return InvalidArgumentError(absl::StrCat("--host ", host, " is not an IP address: ", ec.message()));
+  auto impl = std::make_unique<Impl>(options, service);
+  const tcp::endpoint endpoint(address, options.port);
+  tcp::acceptor& acc = impl->acceptor;
+  acc.open(endpoint.protocol(), ec);
+  if (!ec) acc.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acc.bind(endpoint, ec);
+  if (!ec) acc.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", options.port, ": ", ec.message()));
+  }
+  impl->port = acc.local_endpoint().port();
+  impl->DoAccept();
+  for (int i = 0; i < options.io_threads; ++i) {
+    impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
+  }
+  spdlog::info("listening on http://{}:{} ({} I/O threads)", host, impl->port, options.io_threads);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+void HttpServer::Stop() {
+  std::call_once(impl_->stop_once, [this] {
+    Impl& s = *impl_;
+    std::promise<void> closed;
+    net::post(s.acceptor.get_executor(), [&] {
+      beast::error_code ignored;
+      s.acceptor.close(ignored);
+      closed.set_value();
+    });
+    closed.get_future().wait();
+    s.shared.router.BeginShutdown();
+    spdlog::info("shutting down: {} queued inputs ({})", s.service->metrics().queue_requests,
+                 s.shared.options.drain == ShutdownMode::kDrain ? "draining" : "failing them");
+    s.service->Shutdown(s.shared.options.drain);  // every accepted input is resolved after this
+    // Replies are posted to their connections by now or soon (a tokenizer thread
+    // may still be finishing one); wait for them, then give connections the grace
+    // period to finish writing and to send a last request (answered 503).
+    // Shutdown-only polling at 1 ms: no condition variable is worth the coupling.
+    while (s.shared.router.in_flight() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto grace_end = std::chrono::steady_clock::now() + s.shared.options.shutdown_grace;
+    while (s.shared.sessions.load() > 0 && std::chrono::steady_clock::now() < grace_end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    s.ioc.stop();
+    for (std::thread& t : s.threads) t.join();
+    spdlog::info("stopped");
+  });
+}
+
+}  // namespace tokenbatch::server

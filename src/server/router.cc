@@ -1,0 +1,203 @@
+// Router: routes, auth, limits, and the glue to EmbeddingService (see router.h).
+#include "server/router.h"
+
+#include <chrono>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/api.h"
+#include "server/metrics_text.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+HttpReply ErrorReply(ApiFlavor flavor, const ApiError& error) {
+  return HttpReply{.status = error.status, .body = ErrorBody(flavor, error)};
+}
+
+std::string Millis(double us) { return absl::StrCat(static_cast<std::int64_t>(us / 1000.0)); }
+
+}  // namespace
+
+Router::Router(const ServerOptions& options, EmbeddingService* service) : options_(options), service_(service) {}
+
+void Router::CountReply(const std::string& route, int status) {
+  MutexLock lock(&mu_);
+  ++replies_[{route, status}];
+}
+
+std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
+  const Clock::time_point start = Clock::now();
+  std::string path = request.target.substr(0, request.target.find('?'));
+  const bool known = path == "/v1/embeddings" || path == "/embed" || path == "/tokenize" || path == "/health" ||
+                     path == "/info" || path == "/metrics";
+  const std::string route = known ? path : "other";
+  in_flight_.fetch_add(1);
+  // Every answer goes through here: count, log, tag with the request id.
+  auto shared_respond = std::make_shared<Respond>(std::move(respond));
+  Respond reply = [this, route, start, id = request.request_id, method = request.method,
+                   shared_respond](HttpReply r) {
+    CountReply(route, r.status);
+    r.headers.emplace_back("x-request-id", id);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (r.status >= 500) {
+      spdlog::warn("request_id={} method={} route={} status={} ms={:.3f} error={}", id, method, route, r.status, ms,
+                   r.body);
+    } else {
+      spdlog::debug("request_id={} method={} route={} status={} ms={:.3f}", id, method, route, r.status, ms);
+    }
+    in_flight_.fetch_sub(1);
+    (*shared_respond)(std::move(r));
+  };
+  const ApiFlavor flavor = path == "/v1/embeddings" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
+  if (!known) {
+    reply(ErrorReply(flavor, ApiError{404, absl::StrCat("no route for ", request.target)}));
+    return {};
+  }
+  const bool is_get = path == "/health" || path == "/info" || path == "/metrics";
+  if (request.method != (is_get ? "GET" : "POST")) {
+    reply(ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", is_get ? "GET" : "POST", ", not ",
+                                                         request.method)}));
+    return {};
+  }
+  if (path == "/health") {
+    if (shutting_down()) {
+      reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
+    } else {
+      reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
+    }
+    return {};
+  }
+  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+    reply(ErrorReply(flavor, ApiError{401, request.authorization.empty()
+                                               ? "missing API key: send Authorization: Bearer <key>"
+                                               : "wrong API key"}));
+    return {};
+  }
+  if (path == "/info") {
+    reply(Info());
+    return {};
+  }
+  if (path == "/metrics") {
+    reply(HttpReply{.status = 200, .content_type = "text/plain; version=0.0.4", .body = MetricsText()});
+    return {};
+  }
+  if (shutting_down()) {
+    reply(ErrorReply(flavor, ApiError{503, "the server is shutting down"}));
+    return {};
+  }
+  // The limit counts every request being handled, this one included.
+  if (options_.max_concurrent_requests > 0 &&
+      in_flight_.load() > static_cast<std::int64_t>(options_.max_concurrent_requests)) {
+    reply(ErrorReply(flavor, ApiError{429, absl::StrCat("more than ", options_.max_concurrent_requests,
+                                                        " concurrent requests (max_concurrent_requests)")}));
+    return {};
+  }
+  std::function<void()> cancel;
+  if (path == "/tokenize") {
+    Tokenize(std::move(request), std::move(reply));
+  } else {
+    Embed(std::move(request), std::move(reply), flavor == ApiFlavor::kOpenAi, &cancel);
+  }
+  return cancel;
+}
+
+void Router::Embed(HttpRequest request, Respond reply, bool openai, std::function<void()>* cancel) {
+  const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
+  const ApiFlavor flavor = openai ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
+  EmbedRequest embed;
+  std::string model = options_.model_name;
+  bool base64 = false;
+  if (openai) {
+    auto parsed = ParseOpenAiEmbeddings(request.body, limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+    auto& r = std::get<OpenAiEmbeddingsRequest>(parsed);
+    embed = std::move(r.request);
+    if (!r.model.empty()) model = std::move(r.model);
+    base64 = r.base64;
+  } else {
+    auto parsed = ParseTeiEmbed(request.body, limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+    embed = std::get<EmbedRequest>(std::move(parsed));
+  }
+  const Clock::time_point start = Clock::now();
+  *cancel = service_->Embed(
+      std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
+        if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
+        HttpReply out{.status = 200,
+                      .body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(*r, model, base64)
+                                                           : TeiEmbedBody(*r)};
+        const double total_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        // TEI's header names and units (milliseconds).
+        out.headers = {{"x-compute-type", "tokenbatch"},
+                       {"x-compute-tokens", absl::StrCat(r->tokens)},
+                       {"x-compute-characters", absl::StrCat(r->characters)},
+                       {"x-tokenization-time", Millis(r->tokenize_us)},
+                       {"x-queue-time", Millis(r->queue_us)},
+                       {"x-inference-time", Millis(r->inference_us)},
+                       {"x-compute-time", Millis(r->queue_us + r->inference_us)},
+                       {"x-total-time", Millis(total_us)}};
+        reply(std::move(out));
+      });
+}
+
+void Router::Tokenize(HttpRequest request, Respond reply) {
+  auto parsed = ParseTokenize(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
+  if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(ApiFlavor::kTei, *e));
+  auto texts = std::make_shared<std::vector<std::string>>(std::get<TokenizeRequest>(parsed).texts);
+  service_->Tokenize(*texts, std::get<TokenizeRequest>(parsed).add_special_tokens,
+                     [reply = std::move(reply), texts](auto r) {
+                       if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
+                       reply(HttpReply{.status = 200, .body = TokenizeBody(*texts, *r)});
+                     });
+}
+
+HttpReply Router::Info() const {
+  const SchedulerOptions& s = service_->options().batcher.scheduler;
+  const EmbeddingBackend& b = service_->backend();
+  const nlohmann::json info = {
+      {"model_id", options_.model_name},
+      {"model_type", {{"embedding", {{"hidden_size", b.hidden_size()}}}}},
+      {"backend", b.name()},
+      {"normalize", b.default_normalize()},
+      {"max_input_length", service_->max_input_tokens()},
+      {"max_client_batch_size", options_.max_client_batch_size},
+      {"max_concurrent_requests", options_.max_concurrent_requests},
+      {"auto_truncate", service_->options().auto_truncate},
+      {"payload_limit", options_.payload_limit},
+      {"tokenization_workers", service_->options().tokenizer_threads},
+      {"scheduler",
+       {{"max_batch_tokens", s.max_batch_tokens},
+        {"max_batch_requests", s.max_batch_size},
+        {"max_wait_us", std::chrono::duration_cast<std::chrono::microseconds>(s.max_wait).count()},
+        {"cost_model", std::string(s.cost_model.name())},
+        {"policy", std::string(PackingPolicyName(s.policy))},
+        {"oversize", std::string(OversizePolicyName(s.oversize))},
+        {"max_queue_size", s.max_queue_size},
+        {"max_queued_tokens", s.max_queued_tokens},
+        {"workers", service_->options().batcher.num_workers}}},
+      {"version", "0.1.0"}};
+  return HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+std::string Router::MetricsText() const {
+  std::string out = MetricsSnapshotText(service_->metrics());
+  absl::StrAppend(&out, "# HELP tokenbatch_http_in_flight HTTP requests being handled\n",
+                  "# TYPE tokenbatch_http_in_flight gauge\ntokenbatch_http_in_flight ", in_flight_.load(), "\n");
+  absl::StrAppend(&out, "# HELP tokenbatch_http_requests_total HTTP replies by route and status code\n",
+                  "# TYPE tokenbatch_http_requests_total counter\n");
+  MutexLock lock(&mu_);
+  for (const auto& [key, n] : replies_) {
+    absl::StrAppend(&out, "tokenbatch_http_requests_total{route=\"", key.first, "\",code=\"", key.second, "\"} ",
+                    n, "\n");
+  }
+  return out;
+}
+
+}  // namespace tokenbatch::server

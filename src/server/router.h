@@ -1,0 +1,80 @@
+// Router: one HTTP request in, one reply out, without sockets.
+//
+// The socket layer (http_server.cc) parses the wire format and hands the Router a
+// plain request; the Router checks the API key and the concurrency limit, parses
+// the body (api.h), calls the EmbeddingService, and answers through `respond`,
+// exactly once, possibly later and on another thread. Routes:
+//   POST /v1/embeddings (OpenAI)   POST /embed (TEI)   POST /tokenize (TEI)
+//   GET /health   GET /info   GET /metrics (Prometheus text)
+// Unknown paths get 404, a known path with another method 405.
+//
+// Thread-safety: all methods may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tokenbatch/runtime/mutex.h"
+#include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/server_options.h"
+
+namespace tokenbatch::server {
+
+struct HttpRequest {
+  std::string method;         // "GET", "POST", ...
+  std::string target;         // path and query, e.g. "/v1/embeddings"
+  std::string authorization;  // the Authorization header, or empty
+  std::string body;
+  std::string request_id;     // for logs and the x-request-id header
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+};
+
+class Router {
+ public:
+  using Respond = std::function<void(HttpReply)>;
+
+  // `service` must outlive the Router.
+  Router(const ServerOptions& options, EmbeddingService* service);
+
+  // Handles `request`; `respond` is called exactly once. Returns a function that
+  // cancels the request's queued work (call it when the client disconnects), or
+  // an empty function when there is nothing to cancel.
+  std::function<void()> Handle(HttpRequest request, Respond respond);
+
+  // From now on every request but /health, /info and /metrics gets 503.
+  void BeginShutdown() { shutting_down_.store(true); }
+  [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }
+  // HTTP requests accepted and not answered yet.
+  [[nodiscard]] std::int64_t in_flight() const { return in_flight_.load(); }
+
+  // Counts a reply made outside Handle (by the socket layer: 400, 413, 431).
+  void CountReply(const std::string& route, int status);
+
+  // The /metrics body: the Batcher's metrics and the HTTP counters.
+  [[nodiscard]] std::string MetricsText() const;
+
+ private:
+  void Embed(HttpRequest request, Respond respond, bool openai, std::function<void()>* cancel);
+  void Tokenize(HttpRequest request, Respond respond);
+  HttpReply Info() const;
+
+  const ServerOptions options_;
+  EmbeddingService* const service_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<std::int64_t> in_flight_{0};
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, int>, std::uint64_t> replies_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tokenbatch::server

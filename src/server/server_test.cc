@@ -1,0 +1,312 @@
+// The real server on a loopback port: every route, status codes, keep-alive,
+// concurrent clients. Noop backend (fixed vectors) with the real Qwen3 tokenizer.
+#include <cmath>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/escaping.h"
+#include "server/test_client.h"
+
+namespace tokenbatch::server {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+using testing::Call;
+using testing::Connection;
+using testing::Response;
+using testing::StartTestServer;
+
+std::vector<float> Floats(const json& j) { return j.get<std::vector<float>>(); }
+double Norm(const std::vector<float>& v) {
+  double s = 0;
+  for (float x : v) s += double(x) * x;
+  return std::sqrt(s);
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = new testing::TestServer(StartTestServer()); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  std::uint16_t port() const { return server_->port; }
+  std::optional<Response> Post(std::string_view path, const json& body) {
+    return Call(port(), "POST", path, body.dump());
+  }
+  static testing::TestServer* server_;
+};
+testing::TestServer* ServerTest::server_ = nullptr;
+
+TEST_F(ServerTest, HealthInfoMetrics) {
+  auto h = Call(port(), "GET", "/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(json::parse(h->body)["status"], "ok");
+  auto info = Call(port(), "GET", "/info");
+  ASSERT_TRUE(info);
+  const json i = json::parse(info->body);
+  EXPECT_EQ(i["backend"], "noop");
+  EXPECT_EQ(i["model_type"]["embedding"]["hidden_size"], 16);
+  EXPECT_EQ(i["scheduler"]["max_batch_tokens"], 4096);
+  EXPECT_EQ(i["scheduler"]["cost_model"], "padded");
+  EXPECT_EQ(i["max_input_length"], 4096);
+  ASSERT_TRUE(Post("/embed", {{"inputs", "warm up"}}));
+  auto m = Call(port(), "GET", "/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->status, 200);
+  EXPECT_THAT(m->header("content-type"), HasSubstr("text/plain"));
+  EXPECT_THAT(m->body, HasSubstr("tokenbatch_batch_size_bucket{le=\"1\"}"));
+  EXPECT_THAT(m->body, HasSubstr("tokenbatch_http_requests_total{route=\"/embed\",code=\"200\"}"));
+}
+
+TEST_F(ServerTest, OpenAiStringMatchesTokenCountAndHeaders) {
+  const std::string text = "The quick brown fox jumps over the lazy dog";
+  auto r = Post("/v1/embeddings", {{"input", text}, {"model", "mine"}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json b = json::parse(r->body);
+  EXPECT_EQ(b["model"], "mine");
+  ASSERT_EQ(b["data"].size(), 1u);
+  EXPECT_EQ(b["data"][0]["index"], 0);
+  const auto v = Floats(b["data"][0]["embedding"]);
+  EXPECT_EQ(v.size(), 16u);
+  EXPECT_NEAR(Norm(v), 1.0, 1e-5);  // the noop backend normalises by default
+  auto tok = Post("/tokenize", {{"inputs", text}});
+  ASSERT_TRUE(tok);
+  const std::size_t tokens = json::parse(tok->body)[0].size();
+  EXPECT_EQ(b["usage"]["prompt_tokens"], tokens);
+  EXPECT_EQ(b["usage"]["total_tokens"], tokens);
+  EXPECT_EQ(r->header("x-compute-tokens"), std::to_string(tokens));
+  EXPECT_EQ(r->header("x-compute-characters"), std::to_string(text.size()));
+  EXPECT_FALSE(r->header("x-queue-time").empty());
+  EXPECT_FALSE(r->header("x-inference-time").empty());
+  EXPECT_FALSE(r->header("x-request-id").empty());
+}
+
+TEST_F(ServerTest, ArrayKeepsOrderAndMatchesSingleCalls) {
+  const std::vector<std::string> texts = {"alpha", "a much longer second input with many words in it", "gamma ray"};
+  auto r = Post("/v1/embeddings", {{"input", texts}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json b = json::parse(r->body);
+  ASSERT_EQ(b["data"].size(), 3u);
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(b["data"][i]["index"], i);
+    auto one = Post("/v1/embeddings", {{"input", texts[i]}});
+    ASSERT_TRUE(one);
+    EXPECT_EQ(Floats(b["data"][i]["embedding"]), Floats(json::parse(one->body)["data"][0]["embedding"]));
+  }
+  EXPECT_NE(Floats(b["data"][0]["embedding"]), Floats(b["data"][1]["embedding"]));
+}
+
+TEST_F(ServerTest, TokenIdsBase64AndDimensions) {
+  auto ids = Post("/v1/embeddings", {{"input", {{1, 2, 3}, {4, 5}}}});
+  ASSERT_TRUE(ids);
+  ASSERT_EQ(ids->status, 200) << ids->body;
+  const json b = json::parse(ids->body);
+  EXPECT_EQ(b["usage"]["prompt_tokens"], 5);
+  ASSERT_EQ(b["data"].size(), 2u);
+
+  auto b64 = Post("/v1/embeddings", {{"input", {{1, 2, 3}, {4, 5}}}, {"encoding_format", "base64"}});
+  ASSERT_TRUE(b64);
+  const std::string enc = json::parse(b64->body)["data"][1]["embedding"];
+  std::string bytes;
+  ASSERT_TRUE(absl::Base64Unescape(enc, &bytes));
+  std::vector<float> decoded(bytes.size() / 4);
+  std::memcpy(decoded.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(decoded, Floats(b["data"][1]["embedding"]));
+
+  auto dims = Post("/v1/embeddings", {{"input", "hello"}, {"dimensions", 8}});
+  ASSERT_TRUE(dims);
+  const auto v = Floats(json::parse(dims->body)["data"][0]["embedding"]);
+  EXPECT_EQ(v.size(), 8u);
+  EXPECT_NEAR(Norm(v), 1.0, 1e-5);  // truncated, then normalised
+  auto too_wide = Post("/v1/embeddings", {{"input", "hello"}, {"dimensions", 17}});
+  ASSERT_TRUE(too_wide);
+  EXPECT_EQ(too_wide->status, 422);
+  EXPECT_THAT(json::parse(too_wide->body)["error"]["message"].get<std::string>(), HasSubstr("dimensions 17"));
+}
+
+TEST_F(ServerTest, TeiEmbedNormalizeAndTokenize) {
+  auto r = Post("/embed", {{"inputs", {"one", "two"}}, {"normalize", false}});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json b = json::parse(r->body);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_GT(std::abs(Norm(Floats(b[0])) - 1.0), 0.01);  // not normalised
+  auto t = Post("/tokenize", {{"inputs", "hello world"}});
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->status, 200);
+  const json toks = json::parse(t->body)[0];
+  ASSERT_EQ(toks.size(), 2u);  // Qwen3: "hello", " world"
+  EXPECT_EQ(toks[0]["text"], "hello");
+  EXPECT_EQ(toks[1]["text"], " world");
+  EXPECT_EQ(toks[1]["start"], 5);
+  EXPECT_EQ(toks[1]["stop"], 11);
+}
+
+TEST_F(ServerTest, UnknownRouteAndWrongMethod) {
+  auto nf = Call(port(), "GET", "/nope");
+  ASSERT_TRUE(nf);
+  EXPECT_EQ(nf->status, 404);
+  auto wm = Call(port(), "GET", "/v1/embeddings");
+  ASSERT_TRUE(wm);
+  EXPECT_EQ(wm->status, 405);
+  EXPECT_THAT(json::parse(wm->body)["error"]["message"].get<std::string>(), HasSubstr("accepts POST"));
+}
+
+TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  Connection c(port());
+  ASSERT_GE(c.fd(), 0);
+  for (int i = 0; i < 20; ++i) {
+    auto r = c.Call("POST", "/embed", json{{"inputs", "request " + std::to_string(i)}}.dump());
+    ASSERT_TRUE(r) << "request " << i;
+    EXPECT_EQ(r->status, 200);
+  }
+  auto h = c.Call("GET", "/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+TEST_F(ServerTest, ConcurrentClientsAllAnsweredCorrectly) {
+  constexpr int kClients = 16, kRequests = 15;
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      Connection conn(port());
+      for (int i = 0; i < kRequests; ++i) {
+        // Each client's inputs are token ids unique to it, so mixed-up replies show.
+        auto r = conn.Call("POST", "/v1/embeddings", json{{"input", {{c + 1, i + 1}}}}.dump());
+        if (!r || r->status != 200) continue;
+        const json b = json::parse(r->body);
+        if (b["usage"]["prompt_tokens"] != 2) continue;
+        auto expect = Post("/v1/embeddings", {{"input", {{c + 1, i + 1}}}});
+        if (expect && Floats(json::parse(expect->body)["data"][0]["embedding"]) ==
+                          Floats(b["data"][0]["embedding"])) {
+          ok.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), kClients * kRequests);
+}
+
+// Servers with their own options.
+
+TEST(ServerAuth, BearerKeyRequiredExceptHealth) {
+  auto s = StartTestServer({.api_key = "sekret"});
+  ASSERT_NE(s.port, 0);
+  const std::string body = json{{"input", "x"}}.dump();
+  auto none = Call(s.port, "POST", "/v1/embeddings", body);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_THAT(json::parse(none->body)["error"]["message"].get<std::string>(), HasSubstr("missing API key"));
+  auto wrong = Call(s.port, "POST", "/v1/embeddings", body, {"Authorization: Bearer nope"});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto right = Call(s.port, "POST", "/v1/embeddings", body, {"Authorization: Bearer sekret"});
+  ASSERT_TRUE(right);
+  EXPECT_EQ(right->status, 200);
+  auto metrics = Call(s.port, "GET", "/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 401);
+  auto health = Call(s.port, "GET", "/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST(ServerLimits, OversizeRejectIs413AndTruncateAppliesPerInput) {
+  ServiceOptions reject;
+  reject.batcher.scheduler.max_input_tokens = 8;
+  auto s = StartTestServer({}, reject);
+  ASSERT_NE(s.port, 0);
+  const std::string long_text = "one two three four five six seven eight nine ten eleven twelve";
+  auto r = Call(s.port, "POST", "/embed", json{{"inputs", {"short", long_text}}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  const std::string msg = json::parse(r->body)["error"];
+  EXPECT_THAT(msg, HasSubstr("input[1]"));
+  EXPECT_THAT(msg, HasSubstr("max_input_tokens 8"));
+  // A request-level truncate (TEI) cuts it instead.
+  auto t = Call(s.port, "POST", "/embed", json{{"inputs", {"short", long_text}}, {"truncate", true}}.dump());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, 200) << t->body;
+  EXPECT_EQ(t->header("x-compute-tokens"), std::to_string(1 + 8));
+  auto h = Call(s.port, "GET", "/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+TEST(ServerLimits, TruncatePolicyCutsOnlyTheLongInput) {
+  ServiceOptions truncate;
+  truncate.batcher.scheduler.max_input_tokens = 4;
+  truncate.batcher.scheduler.oversize = OversizePolicy::kTruncate;
+  auto s = StartTestServer({}, truncate);
+  ASSERT_NE(s.port, 0);
+  auto both = Call(s.port, "POST", "/v1/embeddings", json{{"input", {{7, 8}, {1, 2, 3, 4, 5, 6, 7}}}}.dump());
+  ASSERT_TRUE(both);
+  ASSERT_EQ(both->status, 200) << both->body;
+  const json b = json::parse(both->body);
+  auto alone = Call(s.port, "POST", "/v1/embeddings", json{{"input", {{7, 8}}}}.dump());
+  auto cut = Call(s.port, "POST", "/v1/embeddings", json{{"input", {{1, 2, 3, 4}}}}.dump());
+  ASSERT_TRUE(alone && cut);
+  EXPECT_EQ(Floats(b["data"][0]["embedding"]), Floats(json::parse(alone->body)["data"][0]["embedding"]));
+  EXPECT_EQ(Floats(b["data"][1]["embedding"]), Floats(json::parse(cut->body)["data"][0]["embedding"]));
+}
+
+TEST(ServerLimits, QueueFullIs429) {
+  ServiceOptions small;
+  small.batcher.scheduler.max_queue_size = 2;
+  small.batcher.scheduler.max_batch_size = 1;
+  auto s = StartTestServer({}, small, {.hidden_size = 16, .delay = std::chrono::milliseconds(300)});
+  ASSERT_NE(s.port, 0);
+  Connection first(s.port);
+  ASSERT_TRUE(first.Send(testing::BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
+  auto r = Call(s.port, "POST", "/embed", json{{"inputs", {"a", "b", "c"}}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(json::parse(r->body)["error_type"], "Overloaded");
+  auto f = first.Read();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, 200);
+}
+
+TEST(ServerLimits, TooManyConcurrentRequestsIs429) {
+  auto s = StartTestServer({.max_concurrent_requests = 1}, {},
+                           {.hidden_size = 16, .delay = std::chrono::milliseconds(300)});
+  ASSERT_NE(s.port, 0);
+  Connection first(s.port);
+  ASSERT_TRUE(first.Send(testing::BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto r = Call(s.port, "POST", "/v1/embeddings", json{{"input", "x"}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_THAT(json::parse(r->body)["error"]["message"].get<std::string>(), HasSubstr("max_concurrent_requests"));
+  auto f = first.Read();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->status, 200);
+}
+
+TEST(ServerFailures, BackendFailureIs500ForTheFailingInputOnly) {
+  auto s = StartTestServer({}, {}, {.hidden_size = 16, .fail_on_id = 666});
+  ASSERT_NE(s.port, 0);
+  auto bad = Call(s.port, "POST", "/v1/embeddings", json{{"input", {{1, 666}, {2, 3}}}}.dump());
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 500);
+  const std::string msg = json::parse(bad->body)["error"]["message"];
+  EXPECT_THAT(msg, HasSubstr("input[0]"));
+  EXPECT_THAT(msg, HasSubstr("fail on id 666"));
+  auto good = Call(s.port, "POST", "/v1/embeddings", json{{"input", {{2, 3}}}}.dump());
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 200);
+}
+
+}  // namespace
+}  // namespace tokenbatch::server
