@@ -1,0 +1,36 @@
+// Reports of a policy comparison: a markdown table, the JSON array of the issue
+// (one object per policy), and gnuplot plots (latency CDF per policy, histogram of
+// batch cost). Numbers are formatted with fixed precision, so equal results give
+// byte-identical text. Pure functions except WritePlots (files and gnuplot);
+// thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tokenbatch/sim/simulator.h"
+
+namespace tokenbatch::sim {
+
+// The table: policy, req/s, tokens/s, short and long p50/p95/p99 (ms), padding
+// efficiency, mean batch size, mean fill, batches over budget (of all), OOM
+// events, requests lost, peak memory (GiB).
+[[nodiscard]] std::string MarkdownTable(const std::vector<PolicyResult>& results);
+
+// JSON array (pretty-printed, two-space indent), per policy: policy,
+// requests_per_s, tokens_per_s, latency_ms {short, long} {p50, p95, p99, count},
+// padding_efficiency, mean_batch_size, mean_fill, batches, batches_over_budget,
+// oom_events, requests, completed, requests_lost, requests_rejected,
+// peak_memory_bytes, makespan_s. Values rounded to 3 decimals.
+[[nodiscard]] std::string ResultsJson(const std::vector<PolicyResult>& results);
+
+// Writes into `dir` (created if missing): latency_cdf.dat / .gp / .png (one CDF
+// per policy of all completed requests' latency, log-scaled ms) and
+// batch_cost.dat / .gp / .png (histogram of each policy's batch cost under the
+// reference cost model). Runs `gnuplot` if `run_gnuplot`. Errors: NotFound if a
+// file cannot be written; Internal if gnuplot fails. Blocks on I/O and gnuplot.
+[[nodiscard]] absl::Status WritePlots(const std::string& dir, const std::vector<PolicyResult>& results,
+                                      const std::string& cost_label, bool run_gnuplot);
+
+}  // namespace tokenbatch::sim

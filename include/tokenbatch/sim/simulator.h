@@ -1,0 +1,92 @@
+// Simulate: a deterministic discrete-event simulation of one batching policy on
+// a modelled GPU, on a virtual clock.
+//
+// Events are request arrivals, batch completions and the former's wake-ups, kept
+// in time order with ties broken by insertion order; virtual time is integral
+// nanoseconds. `workers` model instances each run one batch at a time. Whenever a
+// worker is free, the former (the policy core for our policies) is asked for the
+// next batch; the GpuModel gives the batch's latency and peak memory. A batch
+// whose peak exceeds the device's usable memory fails, as a CUDA OOM would: its
+// requests are lost (counted, never retried: the simulated runtime does not
+// bisect). A request a former refuses at enqueue (e.g. Oversize) is counted as
+// rejected. No wall clock, no unseeded randomness, no unordered iteration: the
+// same inputs give the same result, bit for bit.
+//
+// Arrivals: open loop uses each request's arrival_us; closed loop (clients > 0)
+// starts `clients` requests at t = 0 and sends the next one (workload order)
+// when one finishes, fails or is rejected.
+//
+// Thread-safety: a pure function of its arguments; Simulate blocks only for the
+// computation (milliseconds per thousand requests).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/sim/batch_former.h"
+#include "tokenbatch/sim/gpu_model.h"
+
+namespace tokenbatch::sim {
+
+// What the simulator needs to know about one request.
+struct SimRequest {
+  std::int64_t tokens = 0;       // >= 1
+  bool is_long = false;          // latency is reported per class
+  std::int64_t arrival_us = 0;   // open loop only
+};
+
+struct SimOptions {
+  std::size_t workers = 1;  // model instances (GPUs), >= 1
+  std::size_t clients = 0;  // 0: open loop (arrival_us); else closed loop with this many clients
+  // Reference budget for `batches_over_budget`: a batch is over it when its cost
+  // under `over_budget_model` (the backend's matching model) exceeds this.
+  std::int64_t over_budget_limit = 4096;
+  CostModel over_budget_model = CostModel::Padded();
+};
+
+// One dispatched batch.
+struct BatchRecord {
+  std::int64_t start_ns = 0;
+  std::int64_t size = 0, max_tokens = 0, sum_tokens = 0;
+  std::int64_t cost = 0;      // under over_budget_model
+  double latency_us = 0;
+  std::int64_t peak_bytes = 0;
+  bool oom = false;
+};
+
+// Percentiles (nearest rank) of one class's latencies, ms; 0 when the class is empty.
+struct LatencySummary {
+  double p50 = 0, p95 = 0, p99 = 0;
+  std::size_t count = 0;
+};
+
+struct PolicyResult {
+  std::string policy;
+  std::size_t requests = 0, completed = 0, requests_lost = 0, requests_rejected = 0;
+  double makespan_s = 0;          // first arrival to last completion
+  double requests_per_s = 0;      // completed / makespan
+  double tokens_per_s = 0;        // real tokens of completed requests / makespan
+  LatencySummary latency_short, latency_long;
+  double padding_efficiency = 0;  // Σ real tokens / Σ B·Lmax over dispatched batches
+  double mean_batch_size = 0;
+  double mean_fill = 0;           // mean of the former's fill
+  std::size_t batches = 0, batches_over_budget = 0, oom_events = 0;
+  std::int64_t peak_memory_bytes = 0;  // largest batch peak (weights included)
+  std::vector<double> short_latencies_ms, long_latencies_ms;  // sorted ascending
+  std::vector<BatchRecord> batch_records;                      // in dispatch order
+};
+
+// Called after each finished request with (finished, total).
+using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
+
+// Runs `policy` over `requests`. Errors: InvalidArgument for an empty workload,
+// tokens < 1, workers == 0, or a policy MakeFormer refuses.
+[[nodiscard]] absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& gpu,
+                                                    std::span<const SimRequest> requests,
+                                                    const SimOptions& options, const ProgressFn& progress = {});
+
+}  // namespace tokenbatch::sim

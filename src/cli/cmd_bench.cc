@@ -1,0 +1,331 @@
+// `tokenbatch bench`: the seed's experiment, scaled down, on the real backend:
+// real text, exact token ids from the model's tokenizer, a TorchScript encoder on
+// libtorch (CPU here), every policy run on the same workload in one process.
+//
+// Our policies and the token-budget baselines run through the real runtime
+// (Batcher, one worker, the policy core inside). The fixed-count and
+// sorted-window baselines are not core policies: a single-worker loop drives their
+// BatchFormer on the steady clock, sleeping until the former's wake time, exactly
+// as the Batcher's worker does for the core. Every request arrives at once (the
+// seed's burst); latency is completion time minus that instant.
+//
+// Defaults: 100 requests (the seed's 5,000 scaled down 50×, so a run takes a
+// few minutes on 2 cores: ~1,500 padded tokens/s), the MiniLM-shaped model from
+// scripts/gen_models.py with its BERT tokenizer, budget 4,096 padded tokens.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "tokenbatch/backend/encoder.h"
+#include "tokenbatch/runtime/batcher.h"
+#include "tokenbatch/sim/batch_former.h"
+#include "tokenbatch/sim/progress.h"
+#include "tokenbatch/sim/report.h"
+#include "tokenbatch/tokenizer/tokenizer.h"
+#include "tokenbatch/workload/workload.h"
+
+namespace tokenbatch::cli {
+namespace {
+
+using backend::Embedding;
+using backend::EmbeddingInput;
+using Clock = std::chrono::steady_clock;
+
+std::string CacheFile(const std::string& relative) {
+  // TOKENBATCH_DEFAULT_TOKENIZER is <source>/build/cache/qwen3/tokenizer.json.
+  return (std::filesystem::path(TOKENBATCH_DEFAULT_TOKENIZER).parent_path().parent_path() / relative).string();
+}
+
+struct BenchFlags {
+  std::string workload;
+  std::string mix = "seed";
+  std::size_t requests = 100;
+  double long_fraction = 0.5;
+  std::uint32_t seed = 1;
+  std::string model = CacheFile("models/minilm.pt");
+  std::string tokenizer = CacheFile("bert/tokenizer.json");
+  std::int64_t max_positions = 512;
+  int threads = 2;
+  std::int64_t budget = 4096;
+  std::vector<std::string> policies;
+  bool json = false;
+  std::string plots;
+  bool progress = true;
+};
+
+[[noreturn]] void Fail(const std::string& what) {
+  fmt::print(stderr, "bench: {}\n", what);
+  throw CLI::RuntimeError(1);
+}
+
+struct Request {
+  EmbeddingInput input;
+  bool is_long = false;
+};
+
+// What one policy run records; turned into a sim::PolicyResult for the reports.
+struct Run {
+  std::mutex mu;
+  std::vector<double> latency_ms;  // per request; < 0: failed
+  std::vector<sim::BatchRecord> batches;
+  std::vector<double> fills;
+  std::size_t oom = 0, done = 0;
+};
+
+double Fill(const sim::PolicySpec& p, const BatchShape& shape) {
+  if (p.kind != sim::FormerKind::kCore) return static_cast<double>(shape.size) / static_cast<double>(p.batch_size);
+  return static_cast<double>(p.core.cost_model.Cost(shape)) / static_cast<double>(p.core.max_batch_tokens);
+}
+
+// Runs one batch on the encoder and records its shape and time.
+absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::TorchEncoder& encoder, const sim::PolicySpec& p,
+                                                std::span<const EmbeddingInput> inputs, Clock::time_point t0,
+                                                Run& run) {
+  BatchShape shape;
+  for (const EmbeddingInput& in : inputs) shape = shape.With(static_cast<std::int64_t>(in.input_ids.size()));
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::vector<Embedding>> out = encoder.Embed(inputs);
+  const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  std::lock_guard lock(run.mu);
+  run.batches.push_back({.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - t0).count(),
+                         .size = shape.size, .max_tokens = shape.max_tokens, .sum_tokens = shape.sum_tokens,
+                         .cost = shape.padded_tokens(), .latency_us = us,
+                         .oom = !out.ok() && GetErrorKind(out.status()) == ErrorKind::kOutOfMemory});
+  run.fills.push_back(Fill(p, shape));
+  run.oom += run.batches.back().oom ? 1 : 0;
+  return out;
+}
+
+void RunCore(const sim::PolicySpec& p, const backend::TorchEncoder& encoder, const std::vector<Request>& requests,
+             Run& run, sim::ProgressBar& bar) {
+  BatcherOptions options{.scheduler = p.core, .num_workers = 1};
+  options.scheduler.max_queue_size = 0;
+  const Clock::time_point t0 = Clock::now();
+  using B = Batcher<EmbeddingInput, Embedding>;
+  auto batcher = B::Create(options, [&](std::span<const EmbeddingInput> in) {
+    return RunBatch(encoder, p, in, t0, run);
+  });
+  if (!batcher.ok()) Fail(batcher.status().ToString());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    EmbeddingInput input = requests[i].input;
+    const auto tokens = static_cast<std::int64_t>(input.input_ids.size());
+    auto id = (*batcher)->Submit(std::move(input), tokens, {}, [&, i](B::Result r) {
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      std::lock_guard lock(run.mu);
+      run.latency_ms[i] = r.ok() ? ms : -1;
+      bar.Update(++run.done, requests.size());
+    });
+    if (!id.ok()) Fail(id.status().ToString());
+  }
+  (*batcher)->Shutdown(ShutdownMode::kDrain);
+}
+
+void RunBaseline(const sim::PolicySpec& p, const backend::TorchEncoder& encoder,
+                 const std::vector<Request>& requests, Run& run, sim::ProgressBar& bar) {
+  auto former = sim::MakeFormer(p);
+  if (!former.ok()) Fail(former.status().ToString());
+  const Clock::time_point t0 = Clock::now();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    absl::Status s = (*former)->Enqueue(i, static_cast<std::int64_t>(requests[i].input.input_ids.size()), t0);
+    if (!s.ok()) Fail(s.ToString());
+  }
+  while ((*former)->queued() > 0) {
+    sim::FormerDecision d = (*former)->Next(Clock::now());
+    if (d.batch.empty()) {
+      if (d.wake_at) std::this_thread::sleep_until(*d.wake_at);
+      continue;
+    }
+    std::vector<EmbeddingInput> inputs;
+    for (RequestId id : d.batch) inputs.push_back(requests[id].input);
+    const bool ok = RunBatch(encoder, p, inputs, t0, run).ok();
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    for (RequestId id : d.batch) run.latency_ms[id] = ok ? ms : -1;
+    run.done += d.batch.size();
+    bar.Update(run.done, requests.size());
+  }
+}
+
+sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>& requests, Run& run,
+                            std::int64_t budget, std::int64_t peak_bytes) {
+  sim::PolicyResult r;
+  r.policy = p.name;
+  r.requests = requests.size();
+  double tokens = 0, makespan_ms = 0, real = 0, padded = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const double ms = run.latency_ms[i];
+    if (ms < 0) {
+      ++r.requests_lost;
+      continue;
+    }
+    ++r.completed;
+    tokens += static_cast<double>(requests[i].input.input_ids.size());
+    makespan_ms = std::max(makespan_ms, ms);
+    (requests[i].is_long ? r.long_latencies_ms : r.short_latencies_ms).push_back(ms);
+  }
+  std::sort(r.short_latencies_ms.begin(), r.short_latencies_ms.end());
+  std::sort(r.long_latencies_ms.begin(), r.long_latencies_ms.end());
+  auto summary = [](const std::vector<double>& v) {
+    sim::LatencySummary s;
+    s.count = v.size();
+    if (v.empty()) return s;
+    auto rank = [&](double q) {
+      const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+      return v[std::clamp<std::size_t>(k, 1, v.size()) - 1];
+    };
+    s.p50 = rank(0.5), s.p95 = rank(0.95), s.p99 = rank(0.99);
+    return s;
+  };
+  r.latency_short = summary(r.short_latencies_ms);
+  r.latency_long = summary(r.long_latencies_ms);
+  r.makespan_s = makespan_ms / 1000;
+  if (r.makespan_s > 0) {
+    r.requests_per_s = static_cast<double>(r.completed) / r.makespan_s;
+    r.tokens_per_s = tokens / r.makespan_s;
+  }
+  r.batch_records = run.batches;
+  r.batches = run.batches.size();
+  double size = 0, fill = 0;
+  for (std::size_t k = 0; k < run.batches.size(); ++k) {
+    const sim::BatchRecord& b = run.batches[k];
+    real += static_cast<double>(b.sum_tokens);
+    padded += static_cast<double>(b.size * b.max_tokens);
+    size += static_cast<double>(b.size);
+    fill += run.fills[k];
+    r.batches_over_budget += b.cost > budget ? 1 : 0;
+  }
+  r.padding_efficiency = padded > 0 ? real / padded : 1;
+  if (r.batches) {
+    r.mean_batch_size = size / static_cast<double>(r.batches);
+    r.mean_fill = fill / static_cast<double>(r.batches);
+  }
+  r.oom_events = run.oom;
+  r.peak_memory_bytes = peak_bytes;
+  return r;
+}
+
+void Bench(const BenchFlags& flags) {
+  auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer);
+  if (!tok.ok()) Fail(tok.status().ToString() + " (run scripts/setup.sh)");
+  const workload::TokenCounter count = [&](std::string_view text) -> absl::StatusOr<std::int64_t> {
+    absl::StatusOr<size_t> n = (*tok)->Count(text);
+    if (!n.ok()) return n.status();
+    return static_cast<std::int64_t>(*n);
+  };
+  std::vector<workload::WorkloadRequest> texts;
+  std::string source;
+  if (!flags.workload.empty()) {
+    auto loaded = workload::LoadJsonl(flags.workload, count);
+    if (!loaded.ok()) Fail(loaded.status().ToString());
+    texts = std::move(*loaded);
+    source = flags.workload;
+  } else {
+    auto kind = workload::ParseMixKind(flags.mix);
+    if (!kind.ok()) Fail(kind.status().ToString());
+    auto mix = workload::GenerateMix(
+        {.kind = *kind, .requests = flags.requests, .long_fraction = flags.long_fraction, .seed = flags.seed}, count);
+    if (!mix.ok()) Fail(mix.status().ToString());
+    texts = std::move(*mix);
+    source = fmt::format("mix {} (seed {})", workload::MixKindName(*kind), flags.seed);
+  }
+  std::vector<Request> requests;
+  std::size_t truncated = 0, n_long = 0;
+  for (const workload::WorkloadRequest& w : texts) {
+    if (w.text.empty()) Fail("bench needs the text of every request (the workload has a token-only line)");
+    auto enc = (*tok)->EncodeTruncated(w.text, static_cast<size_t>(flags.max_positions), {.with_offsets = false});
+    if (!enc.ok()) Fail(enc.status().ToString());
+    truncated += w.tokens > flags.max_positions ? 1 : 0;
+    Request r;
+    r.input.input_ids.assign(enc->ids.begin(), enc->ids.end());
+    r.is_long = w.length_class == workload::LengthClass::kLong;
+    n_long += r.is_long ? 1 : 0;
+    requests.push_back(std::move(r));
+  }
+
+  auto encoder = backend::TorchEncoder::Load({.model_path = flags.model, .device = "cpu",
+                                              .pooling = backend::Pooling::kMean, .num_threads = flags.threads,
+                                              .max_positions = flags.max_positions});
+  if (!encoder.ok()) Fail(encoder.status().ToString() + " (run scripts/gen_models.py)");
+
+  std::vector<sim::PolicySpec> policies;
+  for (sim::PolicySpec& p : sim::SeedExperimentPolicies(flags.budget, CostModel::Padded())) {
+    if (flags.policies.empty() ||
+        std::find(flags.policies.begin(), flags.policies.end(), p.name) != flags.policies.end()) {
+      policies.push_back(std::move(p));
+    }
+  }
+  if (policies.empty()) Fail("--policies matched none of the policy names");
+
+  // Warm-up: TorchScript's profiling executor optimises a graph on its first runs;
+  // keep that out of every policy's numbers alike.
+  for (int k = 0; k < 3; ++k) {
+    std::vector<EmbeddingInput> warm(8, requests[static_cast<std::size_t>(k) % requests.size()].input);
+    if (auto w = (*encoder)->Embed(warm); !w.ok()) Fail(w.status().ToString());
+  }
+
+  std::vector<sim::PolicyResult> results;
+  for (const sim::PolicySpec& p : policies) {
+    Run run;
+    run.latency_ms.assign(requests.size(), -1);
+    sim::ProgressBar bar(p.name, flags.progress);
+    if (absl::Status s = (*encoder)->ResetPeakMemory(); !s.ok()) Fail(s.ToString());
+    if (p.kind == sim::FormerKind::kCore) {
+      RunCore(p, **encoder, requests, run, bar);
+    } else {
+      RunBaseline(p, **encoder, requests, run, bar);
+    }
+    auto peak = (*encoder)->PeakMemoryBytes();
+    results.push_back(Summarise(p, requests, run, flags.budget, peak.ok() ? *peak : 0));
+  }
+
+  if (flags.json) {
+    fmt::print("{}", sim::ResultsJson(results));
+  } else {
+    fmt::print("# tokenbatch bench (real backend, wall clock: numbers vary between runs)\n\n");
+    fmt::print("- workload: {}, {} requests ({} short, {} long){}, all arriving at once; SCALED DOWN: the seed "
+               "experiment has 5,000 requests\n",
+               source, requests.size(), requests.size() - n_long, n_long,
+               truncated ? fmt::format(", {} truncated to {} tokens", truncated, flags.max_positions) : "");
+    fmt::print("- backend: libtorch CPU, {} threads, model {}, tokenizer {}\n", flags.threads, flags.model,
+               flags.tokenizer);
+    fmt::print("- budget: {} padded tokens (seed-greedy: sum); peak memory = process RSS high-water mark above "
+               "its level before the run\n\n",
+               flags.budget);
+    fmt::print("{}", sim::MarkdownTable(results));
+  }
+  if (!flags.plots.empty()) {
+    if (absl::Status s = sim::WritePlots(flags.plots, results, "padded tokens", true); !s.ok()) Fail(s.ToString());
+  }
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  CLI::App* cmd = app.add_subcommand("bench", "Compare batching policies on the real libtorch backend (scaled down)");
+  cmd->add_option("--workload", f->workload, "JSON Lines workload (needs \"text\")");
+  cmd->add_option("--mix", f->mix, "generated mix: seed, all_short, all_long, long_tailed");
+  cmd->add_option("--requests", f->requests, "requests in the generated mix (the seed has 5,000)");
+  cmd->add_option("--long-fraction", f->long_fraction, "seed mix: share of long passages");
+  cmd->add_option("--seed", f->seed, "seed of the mix");
+  cmd->add_option("--model", f->model, "TorchScript encoder (scripts/gen_models.py)");
+  cmd->add_option("--tokenizer", f->tokenizer, "the model's tokenizer.json");
+  cmd->add_option("--max-positions", f->max_positions, "longest request in tokens (longer ones are truncated)");
+  cmd->add_option("--threads", f->threads, "libtorch intra-op threads");
+  cmd->add_option("--max-batch-tokens", f->budget, "budget per batch (padded tokens)");
+  cmd->add_option("--policies", f->policies, "subset of policies to run")->delimiter(',');
+  cmd->add_flag("--json", f->json, "print a JSON array (one object per policy) instead of the table");
+  cmd->add_option("--plots", f->plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
+  cmd->add_flag("!--no-progress", f->progress, "no progress bar on stderr");
+  cmd->callback([f] { Bench(*f); });
+}
+
+}  // namespace tokenbatch::cli

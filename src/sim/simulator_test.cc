@@ -1,0 +1,196 @@
+#include "tokenbatch/sim/simulator.h"
+
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tokenbatch/sim/report.h"
+#include "tokenbatch/workload/workload.h"
+
+namespace tokenbatch::sim {
+namespace {
+
+// The toy GPU of gpu_model_test.cc: every estimate is computable by hand.
+GpuModel ToyGpu() {
+  ModelShape m{.name = "toy", .layers = 1, .hidden = 4, .heads = 2, .kv_heads = 2, .head_dim = 2,
+               .intermediate = 8, .vocab = 10, .mlp_matrices = 2, .dtype_bytes = 2};
+  return *GpuModel::Create(m, {"toy", 1e-6, 1e-3, 1'000'000},
+                           {.compute_efficiency = 1, .bandwidth_efficiency = 1, .launch_overhead_us_per_layer = 10,
+                            .reserved_bytes = 0});
+}
+
+GpuModel Qwen3OnA10G() {
+  return *GpuModel::Create(ModelShape::Qwen3Embedding0_6B(), *DevicePreset("a10g"), {});
+}
+
+PolicySpec Policy(const std::string& name, const CostModel& matching = CostModel::Padded()) {
+  for (PolicySpec& p : SeedExperimentPolicies(4096, matching)) {
+    if (p.name == name) return p;
+  }
+  ADD_FAILURE() << "no policy " << name;
+  return {};
+}
+
+std::vector<SimRequest> FromWorkload(const std::vector<workload::WorkloadRequest>& w) {
+  std::vector<SimRequest> out;
+  for (const auto& r : w) {
+    out.push_back({.tokens = r.tokens, .is_long = r.length_class == workload::LengthClass::kLong,
+                   .arrival_us = r.arrival_us});
+  }
+  return out;
+}
+
+const PolicyResult* Find(const std::vector<PolicyResult>& results, const std::string& name) {
+  for (const auto& r : results) {
+    if (r.policy == name) return &r;
+  }
+  return nullptr;
+}
+
+std::vector<PolicyResult> RunAll(const GpuModel& gpu, const std::vector<SimRequest>& requests,
+                                 const SimOptions& options = {}) {
+  std::vector<PolicyResult> out;
+  for (const PolicySpec& p : SeedExperimentPolicies(4096, gpu.MatchingTokenCostModel())) {
+    auto r = Simulate(p, gpu, requests, options);
+    EXPECT_TRUE(r.ok()) << p.name << ": " << r.status();
+    if (r.ok()) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+TEST(Simulate, FixedCountTimelineByHand) {
+  // Burst of 3, fixed count 2, max_wait 4 ms, one worker:
+  //   t=0      [r0 r1] starts, runs L1 = Estimate({2, 4}) = 2,698 µs
+  //   t=2.698  worker free; r2 alone waits for company until t=4 ms
+  //   t=4      [r2] starts, runs L2 = Estimate({3}) = 1,070 µs
+  const GpuModel gpu = ToyGpu();
+  const std::vector<std::int64_t> first = {2, 4}, second = {3};
+  const double l1 = gpu.Estimate(first).latency_us, l2 = gpu.Estimate(second).latency_us;
+  ASSERT_DOUBLE_EQ(l1, 2698);
+  ASSERT_DOUBLE_EQ(l2, 1070);
+  const std::vector<SimRequest> requests = {{.tokens = 2}, {.tokens = 4}, {.tokens = 3}};
+  PolicySpec fixed{.name = "fixed-2", .kind = FormerKind::kFixedCount, .batch_size = 2};
+  auto r = Simulate(fixed, gpu, requests, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->batches, 2u);
+  EXPECT_EQ(r->completed, 3u);
+  ASSERT_EQ(r->short_latencies_ms.size(), 3u);
+  EXPECT_DOUBLE_EQ(r->short_latencies_ms[0], 2.698);
+  EXPECT_DOUBLE_EQ(r->short_latencies_ms[1], 2.698);
+  EXPECT_DOUBLE_EQ(r->short_latencies_ms[2], 5.070);
+  EXPECT_DOUBLE_EQ(r->makespan_s, 0.00507);
+  EXPECT_DOUBLE_EQ(r->padding_efficiency, 9.0 / 11.0);  // (2+4+3) / (2·4 + 1·3)
+  EXPECT_EQ(r->batch_records[1].start_ns, 4'000'000);
+  EXPECT_DOUBLE_EQ(r->mean_batch_size, 1.5);
+}
+
+TEST(Simulate, ClosedLoopOneClientRunsRequestsAlone) {
+  const GpuModel gpu = ToyGpu();
+  const std::vector<SimRequest> requests = {{.tokens = 5}, {.tokens = 1}, {.tokens = 7}};
+  auto r = Simulate(Policy("tei"), gpu, requests, {.clients = 1});  // max_wait 0: dispatch at once
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->batches, 3u);
+  double total_us = 0;
+  for (const SimRequest& q : requests) {
+    const std::vector<std::int64_t> one = {q.tokens};
+    total_us += gpu.Estimate(one).latency_us;
+  }
+  EXPECT_NEAR(r->makespan_s, total_us / 1e6, 1e-9);
+  EXPECT_DOUBLE_EQ(r->padding_efficiency, 1.0);
+}
+
+TEST(Simulate, SameInputsGiveByteIdenticalOutput) {
+  std::mt19937 rng(7);
+  std::vector<SimRequest> requests;
+  std::int64_t t = 0;
+  for (int i = 0; i < 1500; ++i) {
+    const bool is_long = rng() % 2 == 0;
+    t += rng() % 3000;
+    requests.push_back({.tokens = is_long ? 200 + static_cast<std::int64_t>(rng() % 600) : 3 + static_cast<std::int64_t>(rng() % 20),
+                        .is_long = is_long, .arrival_us = t});
+  }
+  const GpuModel gpu = Qwen3OnA10G();
+  const auto a = RunAll(gpu, requests), b = RunAll(gpu, requests);
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(ResultsJson(a), ResultsJson(b));
+  EXPECT_EQ(MarkdownTable(a), MarkdownTable(b));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].completed, requests.size()) << a[i].policy;
+    ASSERT_EQ(a[i].batch_records.size(), b[i].batch_records.size());
+    for (std::size_t k = 0; k < a[i].batch_records.size(); ++k) {
+      EXPECT_EQ(a[i].batch_records[k].start_ns, b[i].batch_records[k].start_ns);
+    }
+  }
+  // And the policies really differ (the comparison is not vacuous).
+  EXPECT_NE(Find(a, "fixed-32")->batches, Find(a, "ours-length-aware")->batches);
+}
+
+TEST(Simulate, BatchOverCapacityFailsAndLosesItsRequests) {
+  // 32 passages of 3,000 tokens: fixed-32 runs them as one batch whose eager
+  // scores alone need 32·16·3000²·8 B = 36.9 GB on a 24 GB card.
+  const std::vector<SimRequest> requests(32, SimRequest{.tokens = 3000, .is_long = true});
+  const GpuModel gpu = Qwen3OnA10G();
+  auto fixed = Simulate(Policy("fixed-32"), gpu, requests, {});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->oom_events, 1u);
+  EXPECT_EQ(fixed->requests_lost, 32u);
+  EXPECT_EQ(fixed->completed, 0u);
+  EXPECT_GT(fixed->peak_memory_bytes, 24'000'000'000);
+  // Ours under the padded budget of 4,096 runs them one by one.
+  auto ours = Simulate(Policy("ours-length-aware"), gpu, requests, {});
+  ASSERT_TRUE(ours.ok());
+  EXPECT_EQ(ours->oom_events, 0u);
+  EXPECT_EQ(ours->requests_lost, 0u);
+  EXPECT_EQ(ours->completed, 32u);
+  EXPECT_EQ(ours->batches, 32u);
+}
+
+TEST(Simulate, SeedMixRanking) {
+  // The seed mix on real text (token counts estimated here: the tests do not need
+  // the tokenizer), all at once, Qwen3-0.6B shape on an A10G.
+  auto w = workload::GenerateMix({.requests = 2000}, {});
+  ASSERT_TRUE(w.ok()) << w.status();
+  const auto results = RunAll(Qwen3OnA10G(), FromWorkload(*w));
+  const PolicyResult* ours = Find(results, "ours-length-aware");
+  const PolicyResult* seed = Find(results, "seed-greedy");
+  const PolicyResult* fixed = Find(results, "fixed-32");
+  ASSERT_TRUE(ours && seed && fixed);
+  EXPECT_GE(ours->padding_efficiency, 0.95);
+  EXPECT_LT(seed->padding_efficiency, 0.65);
+  EXPECT_LT(fixed->padding_efficiency, 0.65);
+  EXPECT_EQ(ours->batches_over_budget, 0u);
+  EXPECT_GT(seed->batches_over_budget, 0u);
+  EXPECT_GT(ours->requests_per_s, 1.5 * fixed->requests_per_s);
+  EXPECT_GT(ours->requests_per_s, 1.5 * seed->requests_per_s);
+  EXPECT_EQ(ours->completed, 2000u);
+}
+
+TEST(Simulate, LongTailedMixFixedCountOomsWhereOursDoesNot) {
+  auto w = workload::GenerateMix({.kind = workload::MixKind::kLongTailed, .requests = 2000}, {});
+  ASSERT_TRUE(w.ok()) << w.status();
+  const auto results = RunAll(Qwen3OnA10G(), FromWorkload(*w));
+  const PolicyResult* ours = Find(results, "ours-length-aware");
+  const PolicyResult* fixed = Find(results, "fixed-32");
+  ASSERT_TRUE(ours && fixed);
+  EXPECT_GT(fixed->oom_events, 0u);
+  std::size_t in_oom_batches = 0;
+  for (const BatchRecord& b : fixed->batch_records) in_oom_batches += b.oom ? static_cast<std::size_t>(b.size) : 0;
+  EXPECT_EQ(fixed->requests_lost, in_oom_batches);
+  EXPECT_GE(fixed->requests_lost, 16 * fixed->oom_events);
+  EXPECT_EQ(ours->oom_events, 0u);
+  EXPECT_EQ(ours->requests_lost, 0u);
+  EXPECT_EQ(ours->completed + ours->requests_rejected, 2000u);
+}
+
+TEST(Simulate, RejectsBadInput) {
+  const GpuModel gpu = ToyGpu();
+  EXPECT_FALSE(Simulate(Policy("tei"), gpu, {}, {}).ok());
+  const std::vector<SimRequest> bad = {{.tokens = 0}};
+  EXPECT_FALSE(Simulate(Policy("tei"), gpu, bad, {}).ok());
+  const std::vector<SimRequest> ok = {{.tokens = 1}};
+  EXPECT_FALSE(Simulate(Policy("tei"), gpu, ok, {.workers = 0}).ok());
+}
+
+}  // namespace
+}  // namespace tokenbatch::sim
