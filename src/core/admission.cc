@@ -27,10 +27,18 @@ absl::StatusOr<AdmissionPlan> PlanAdmission(std::int64_t tokens, const Scheduler
       plan.action = AdmissionPlan::Action::kTruncate;
       plan.windows.push_back({0, limit});
       return plan;
-    case OversizePolicy::kSplit:
+    case OversizePolicy::kSplit: {
+      // Refuse before building the windows when they could never be queued.
+      const std::int64_t stride = limit - options.split_overlap_tokens;
+      const std::int64_t count = 1 + (tokens - limit + stride - 1) / stride;
+      if (options.max_queue_size > 0 && static_cast<std::uint64_t>(count) > options.max_queue_size) {
+        return QueueFullError(absl::StrCat("request of ", tokens, " tokens splits into ", count,
+                                           " windows, more than max_queue_size ", options.max_queue_size));
+      }
       plan.action = AdmissionPlan::Action::kSplit;
       plan.windows = SlidingWindows(tokens, limit, options.split_overlap_tokens);
       return plan;
+    }
   }
   return InvalidArgumentError("unknown oversize policy");
 }
@@ -40,7 +48,7 @@ std::vector<TokenWindow> SlidingWindows(std::int64_t tokens, std::int64_t window
   if (tokens < 1 || window < 1 || overlap < 0 || overlap >= window) return windows;
   const std::int64_t stride = window - overlap;
   for (std::int64_t begin = 0;; begin += stride) {
-    const std::int64_t end = std::min(begin + window, tokens);
+    const std::int64_t end = window >= tokens - begin ? tokens : begin + window;  // no overflow
     windows.push_back({begin, end});
     if (end == tokens) break;
   }

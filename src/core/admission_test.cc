@@ -1,5 +1,7 @@
 #include "tokenbatch/core/admission.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "tokenbatch/core/errors.h"
@@ -56,6 +58,21 @@ TEST(AdmissionTest, SplitCoversTheRequestWithOverlappingWindows) {
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(plan->action, AdmissionPlan::Action::kSplit);
   EXPECT_EQ(plan->windows, (std::vector<TokenWindow>{{0, 512}, {448, 960}, {896, 1200}}));
+}
+
+TEST(AdmissionTest, SplitThatCouldNeverBeQueuedIsRefusedBeforeBuildingWindows) {
+  SchedulerOptions o = Budget4096(OversizePolicy::kSplit);
+  o.max_input_tokens = 100;
+  o.split_overlap_tokens = 0;
+  o.max_queue_size = 1000;
+  auto plan = PlanAdmission(std::int64_t{1} << 40, o);  // 11 billion windows
+  EXPECT_EQ(GetErrorKind(plan.status()), ErrorKind::kQueueFull);
+  EXPECT_NE(plan.status().message().find("max_queue_size 1000"), std::string_view::npos);
+  // No overflow at the top of the range.
+  const auto huge = SlidingWindows(std::numeric_limits<std::int64_t>::max(),
+                                   std::numeric_limits<std::int64_t>::max() / 2 + 1, 0);
+  ASSERT_EQ(huge.size(), 2u);
+  EXPECT_EQ(huge.back().end, std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(AdmissionTest, SlidingWindowsExamplesAndDegenerateInputs) {

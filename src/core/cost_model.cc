@@ -1,5 +1,6 @@
 #include "tokenbatch/core/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -62,9 +63,11 @@ std::int64_t CostModel::Cost(const BatchShape& shape) const {
 }
 
 std::int64_t CostModel::MaxTokensWithin(std::int64_t budget) const {
-  // SingleCost is monotone non-decreasing in L: binary search on [0, budget-ish].
+  // SingleCost is monotone non-decreasing in L: binary search on [0, hi]. hi is
+  // capped so that `hi - lo + 1` cannot overflow (budgets up to INT64_MAX).
+  constexpr std::int64_t kMaxLength = std::int64_t{1} << 62;
   std::int64_t lo = 0;
-  std::int64_t hi = kind_ == CostModelKind::kMemory ? (std::int64_t{1} << 40) : budget;
+  std::int64_t hi = kind_ == CostModelKind::kMemory ? (std::int64_t{1} << 40) : std::min(budget, kMaxLength);
   if (hi < 0) return 0;
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo + 1) / 2;

@@ -116,6 +116,19 @@ TEST(BucketedTest, AFullBucketGoesWhileTheAnchorsBucketWaits) {
   EXPECT_THAT(s->Next(clock.now(), {256}).batch, ElementsAre(6));
 }
 
+TEST(BucketedTest, AnotherBucketsBatchNeverExceedsAShrunkBudget) {
+  SchedulerOptions o;
+  o.policy = PackingPolicy::kBucketed;
+  o.cost_model = CostModel::Sum();
+  o.max_batch_tokens = 100;
+  o.bucket_bounds = {10};
+  o.max_wait = milliseconds(10);
+  testing::ManualClock clock;
+  auto s = MakeWith(o, {{1, 5}, {2, 50}}, clock);
+  // Budget shrunk to 20: request 2 (50 tokens, not the anchor) must not go.
+  EXPECT_THAT(s->Next(clock.now(), {20}).batch, IsEmpty());
+}
+
 TEST(BucketedTest, BatchesNeverMixBuckets) {
   SchedulerOptions o;
   o.policy = PackingPolicy::kBucketed;

@@ -27,6 +27,11 @@ namespace {
 
 using internal::PackResult;
 
+// t + d, saturating at TimePoint::max() (callers use max() as "never").
+TimePoint SaturatingAdd(TimePoint t, Duration d) {
+  return t > TimePoint::max() - d ? TimePoint::max() : t + d;
+}
+
 // Why `pack` is ready to go without waiting for more requests (kNone: it is not).
 DispatchReason FillReason(const PackResult& pack, const SchedulerOptions& o, std::int64_t budget) {
   if (pack.size_full) return DispatchReason::kMaxBatchSize;
@@ -58,7 +63,7 @@ absl::Status Scheduler::CheckCapacity(std::size_t requests, std::int64_t tokens)
     return QueueFullError(absl::StrCat("queue full: ", q.size(), " requests queued, max_queue_size ",
                                        o.max_queue_size));
   }
-  if (o.max_queued_tokens > 0 && q.tokens() + tokens > o.max_queued_tokens) {
+  if (o.max_queued_tokens > 0 && tokens > o.max_queued_tokens - q.tokens()) {
     return QueueFullError(absl::StrCat("queue full: ", q.tokens(), " tokens queued + ", tokens,
                                        " > max_queued_tokens ", o.max_queued_tokens));
   }
@@ -79,6 +84,9 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
 
   const bool was_empty = s.queue.empty();
   const bool new_top = was_empty || spec.priority > s.queue.TopPriority();
+  // An arrival older than the current anchor moves the max_wait wake time earlier.
+  const bool new_anchor = !was_empty && spec.priority == s.queue.TopPriority() &&
+                          spec.arrival < s.queue.TopLevel()->oldest().first.arrival;
   const auto old_deadline = s.queue.EarliestDeadline();
   if (absl::Status added = s.queue.Add(spec); !added.ok()) return added;
 
@@ -95,7 +103,7 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
                         (level_size >= o.max_batch_size ||
                          static_cast<double>(level_cost) >=
                              o.early_dispatch_fraction * static_cast<double>(s.last_budget));
-  out.wake_worker = new_top || earlier_deadline || may_fill || o.max_wait <= Duration::zero();
+  out.wake_worker = new_top || new_anchor || earlier_deadline || may_fill || o.max_wait <= Duration::zero();
   return out;
 }
 
@@ -127,7 +135,7 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
       pack = internal::PackLengthAware(*level, limits, o.length_aware_lookahead);
       break;
   }
-  const TimePoint anchor_due = anchor_key.arrival + o.max_wait;
+  const TimePoint anchor_due = SaturatingAdd(anchor_key.arrival, o.max_wait);
   DispatchReason reason = FillReason(pack, o, budget);
   if (reason == DispatchReason::kNone && now >= anchor_due) reason = DispatchReason::kMaxWait;
   if (reason == DispatchReason::kNone && context.drain) reason = DispatchReason::kDrain;
@@ -136,6 +144,7 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     for (const auto& [bucket, order] : level->by_bucket) {
       if (bucket == anchor_bucket) continue;
       PackResult other = internal::PackBucket(order, limits);
+      if (other.cost > budget) continue;  // only the anchor may exceed a shrunk budget
       if (DispatchReason r = FillReason(other, o, budget); r != DispatchReason::kNone) {
         pack = std::move(other);
         reason = r;
@@ -156,7 +165,7 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
   }
   if (const auto deadline = s.queue.EarliestDeadline()) {
     // Deadlines expire strictly after they pass (PopExpired uses deadline < now).
-    const TimePoint expiry = *deadline + Duration(1);
+    const TimePoint expiry = SaturatingAdd(*deadline, Duration(1));
     if (!d.wake_at || expiry < *d.wake_at) d.wake_at = expiry;
   }
   return d;

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "src/core/test_clock.h"
 #include "tokenbatch/core/errors.h"
 
@@ -237,6 +239,35 @@ TEST_F(SchedulerTest, WakeHintOnlyWhenABatchMayBeReady) {
   EXPECT_FALSE(Add(2, 10).wake_worker);  // 20 < 90: the pending wake_at stands
   EXPECT_TRUE(Add(3, 70).wake_worker);   // 90 >= 0.9 x 100
   EXPECT_TRUE(Add(4, 5, /*priority=*/1).wake_worker);  // a new top level
+}
+
+TEST_F(SchedulerTest, ExtremeTimesNeitherOverflowNorSpin) {
+  // A deadline of TimePoint::max() ("never") and max_wait of Duration::max()
+  // ("only fill dispatches") must give a wake time in the future, not wrap around.
+  SchedulerOptions o = SeedOptions();
+  o.max_wait = Duration::max();
+  Make(o);
+  Add(A, 10, 0, TimePoint::max());
+  Decision d = Next();
+  EXPECT_THAT(d.batch, IsEmpty());
+  ASSERT_TRUE(d.wake_at.has_value());
+  EXPECT_GT(*d.wake_at, clock_.now());
+}
+
+TEST_F(SchedulerTest, Int64MaxBudgetIsValid) {
+  SchedulerOptions o = SeedOptions();
+  o.max_batch_tokens = std::numeric_limits<std::int64_t>::max();
+  EXPECT_TRUE(Validate(o).ok());  // returns: the search no longer overflows
+  EXPECT_EQ(EffectiveMaxInputTokens(o), std::int64_t{1} << 62);
+}
+
+TEST_F(SchedulerTest, AnOlderArrivalWakesTheWorker) {
+  Make(SeedOptions());
+  clock_.Advance(std::chrono::milliseconds(5));
+  Add(A, 10);
+  auto older = scheduler_->Enqueue({.id = B, .tokens = 10, .arrival = clock_.now() - std::chrono::milliseconds(3)});
+  ASSERT_TRUE(older.ok());
+  EXPECT_TRUE(older->wake_worker);  // the max_wait wake time moved earlier
 }
 
 }  // namespace

@@ -35,6 +35,6 @@ void AimdBudget::OnOutOfMemory(std::int64_t failed_batch_cost) {
   current_ = std::max(floor_, shrunk);
 }
 
-void AimdBudget::OnSuccess() { current_ = std::min(max_, current_ + increase_); }
+void AimdBudget::OnSuccess() { current_ = increase_ >= max_ - current_ ? max_ : current_ + increase_; }
 
 }  // namespace tokenbatch

@@ -26,7 +26,8 @@ struct AdmissionPlan {
   std::vector<TokenWindow> windows;
 };
 
-// Errors: InvalidArgument if tokens < 1; Oversize (under kReject) naming the
+// Errors: InvalidArgument if tokens < 1; QueueFull (under kSplit) if the windows
+// outnumber max_queue_size, so they could never be queued; Oversize (under kReject) naming the
 // token count, the limit and the budget, e.g. "request of 5000 tokens exceeds
 // max_input_tokens 4096 (max_batch_tokens 4096, cost model padded)".
 [[nodiscard]] absl::StatusOr<AdmissionPlan> PlanAdmission(std::int64_t tokens,

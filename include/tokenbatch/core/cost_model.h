@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -36,9 +37,12 @@ struct BatchShape {
   std::int64_t max_tokens = 0;  // Lmax, tokens of the longest request
   std::int64_t sum_tokens = 0;  // Σ tokens of all requests (the real tokens)
 
-  // The shape after adding one request of `tokens` tokens.
+  // The shape after adding one request of `tokens` (>= 0) tokens. Σ saturates at
+  // INT64_MAX rather than overflowing.
   [[nodiscard]] BatchShape With(std::int64_t tokens) const {
-    return {size + 1, tokens > max_tokens ? tokens : max_tokens, sum_tokens + tokens};
+    std::int64_t sum = 0;
+    if (__builtin_add_overflow(sum_tokens, tokens, &sum)) sum = std::numeric_limits<std::int64_t>::max();
+    return {size + 1, tokens > max_tokens ? tokens : max_tokens, sum};
   }
   // B × Lmax: the tokens a padded backend computes, padding included.
   [[nodiscard]] std::int64_t padded_tokens() const { return size * max_tokens; }

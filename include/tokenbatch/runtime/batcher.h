@@ -22,9 +22,13 @@
 //     combines; if any window fails, the request fails with that error.
 //
 // Threads: Submit, Cancel, metrics and effective_budget may be called from any
-// thread. Callbacks run on a worker thread (or on the thread calling Cancel or
-// Shutdown) without the lock held: they may call Submit or Cancel but must not
-// block for long and must not call Shutdown or destroy the Batcher.
+// thread. Besides the N workers, one deadline thread resolves requests whose
+// deadline passes while they wait behind busy workers or run. Callbacks and the
+// split merge run on those threads (or on the thread calling Cancel or Shutdown)
+// without the lock held: they may call Submit or Cancel but must not block for
+// long and must not call Shutdown or destroy the Batcher. An exception thrown by
+// a callback is caught and dropped; one thrown by the slicer or the merge
+// becomes the request's error.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <thread>
 #include <utility>
@@ -93,8 +98,9 @@ class Batcher {
 
   // Queues `input` of `tokens` tokens; `done` is called exactly once with its
   // result. Moves from `input` only on success. Never blocks on the backend.
-  // Errors (returned, `done` not called): InvalidArgument (tokens < 1), Oversize
-  // (under `reject`), QueueFull, ShuttingDown, or the slicer's error.
+  // Errors (returned, `done` not called): InvalidArgument (tokens < 1, empty
+  // `done`), Oversize (under `reject`), QueueFull, ShuttingDown, or the slicer's
+  // error (InvalidArgument if it threw).
   [[nodiscard]] absl::StatusOr<RequestId> Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
                                                  Callback done);
   // As above, with a future instead of a callback.
@@ -133,9 +139,15 @@ class Batcher {
     TimePoint arrival{};
     bool in_flight = false;
   };
+  // A resolved request's callback and result, fired once the lock is released.
+  // A split request's windows are merged there too (merge = true): the user's
+  // merge function never runs under the lock.
   struct Completion {
     Callback done;
     Result result;
+    bool merge = false;
+    std::vector<Out> parts;
+    std::vector<TokenWindow> windows;
   };
   struct Batch {
     std::vector<RequestId> ids;
@@ -157,16 +169,21 @@ class Batcher {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ResolveLocked(RequestId parent_id, Result result, std::vector<Completion>& out)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  static void Fire(std::vector<Completion>& completions) {
-    for (Completion& c : completions) c.done(std::move(c.result));
-    completions.clear();
-  }
+  // Removes a request and its queued windows; returns its callback (unresolved).
+  Callback TakeLocked(RequestId parent_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Merges split requests and runs callbacks. Exceptions thrown by a merge become
+  // Backend errors; those thrown by a callback are dropped so that no worker dies.
+  void Fire(std::vector<Completion>& completions) ABSL_LOCKS_EXCLUDED(mu_);
+  // The deadline thread: resolves requests whose deadline passes while they are
+  // queued behind busy workers or running (their late results are dropped).
+  void DeadlineLoop();
 
   const BatcherOptions options_;
   const Backend backend_;
   const Hooks hooks_;
   const std::int64_t max_input_tokens_;
   std::vector<std::thread> workers_;
+  std::thread deadline_thread_;
   std::once_flag join_once_;
 
   mutable Mutex mu_;
@@ -176,11 +193,15 @@ class Batcher {
   MetricsRecorder recorder_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<RequestId, Parent> parents_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<RequestId, Child> children_ ABSL_GUARDED_BY(mu_);
+  // (deadline, request id) of unresolved requests with a deadline, earliest first.
+  std::set<std::pair<TimePoint, RequestId>> deadlines_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable deadline_cv_;
   RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   int idle_workers_ ABSL_GUARDED_BY(mu_) = 0;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool workers_joined_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tokenbatch

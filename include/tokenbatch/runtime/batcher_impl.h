@@ -32,12 +32,14 @@ absl::StatusOr<std::unique_ptr<Batcher<In, Out>>> Batcher<In, Out>::Create(const
   for (int i = 0; i < options.num_workers; ++i) {
     batcher->workers_.emplace_back([b = batcher.get()] { b->WorkerLoop(); });
   }
+  batcher->deadline_thread_ = std::thread([b = batcher.get()] { b->DeadlineLoop(); });
   return batcher;
 }
 
 template <typename In, typename Out>
 absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
                                                    Callback done) {
+  if (!done) return InvalidArgumentError("Submit needs a callback");
   auto refuse = [this](absl::Status status) {
     MutexLock lock(&mu_);
     recorder_.OnRefused(GetErrorKind(status));
@@ -59,7 +61,13 @@ absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t toke
   for (const TokenWindow& w : windows) {
     total_tokens += w.size();
     if (plan.action == AdmissionPlan::Action::kAdmit) break;
-    absl::StatusOr<In> piece = hooks_.slice(input, w);
+    absl::StatusOr<In> piece = InvalidArgumentError("slicer threw");
+    try {
+      piece = hooks_.slice(input, w);
+    } catch (const std::exception& e) {
+      piece = InvalidArgumentError(absl::StrCat("slicer threw: ", e.what()));
+    } catch (...) {
+    }
     if (!piece.ok()) return refuse(piece.status());
     pieces.push_back(std::move(*piece));
   }
@@ -98,6 +106,11 @@ absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t toke
       child.input.emplace(std::move(pieces[i]));
     }
   }
+  if (options.deadline) {
+    const bool earliest = deadlines_.empty() || *options.deadline < deadlines_.begin()->first;
+    deadlines_.emplace(*options.deadline, id);
+    if (earliest) deadline_cv_.notify_one();
+  }
   parents_.emplace(id, std::move(parent));
   recorder_.OnSubmitted();
   if (wake && idle_workers_ > 0) cv_.notify_one();
@@ -122,6 +135,8 @@ bool Batcher<In, Out>::Cancel(RequestId id) {
     MutexLock lock(&mu_);
     if (!parents_.contains(id)) return false;
     ResolveLocked(id, CancelledError(absl::StrCat("request ", id, " cancelled by the caller")), completions);
+    // The anchor may have changed, so the pending wake-up time may be too late.
+    if (idle_workers_ > 0) cv_.notify_one();
   }
   Fire(completions);
   return true;
@@ -150,6 +165,12 @@ void Batcher<In, Out>::Shutdown(ShutdownMode mode) {
   Fire(completions);
   std::call_once(join_once_, [this] {
     for (std::thread& t : workers_) t.join();
+    {
+      MutexLock lock(&mu_);
+      workers_joined_ = true;  // every request is resolved: the deadline thread may stop
+      deadline_cv_.notify_all();
+    }
+    deadline_thread_.join();
   });
 }
 
@@ -271,17 +292,16 @@ void Batcher<In, Out>::CompleteLocked(Batch& batch, std::vector<Result>& results
       ResolveLocked(parent_id, std::move(*parent.parts[0]), out);
       continue;
     }
-    std::vector<Out> parts;
-    parts.reserve(parent.parts.size());
-    for (auto& p : parent.parts) parts.push_back(std::move(*p));
-    const std::vector<TokenWindow> windows(parent.windows.begin(), parent.windows.end());
-    ResolveLocked(parent_id, hooks_.merge(std::span<const Out>(parts), std::span<const TokenWindow>(windows)),
-                  out);
+    Completion merged{nullptr, BackendError("not merged"), true, {}, {parent.windows.begin(), parent.windows.end()}};
+    merged.parts.reserve(parent.parts.size());
+    for (auto& p : parent.parts) merged.parts.push_back(std::move(*p));
+    merged.done = TakeLocked(parent_id);  // recorded in Fire, once merged
+    out.push_back(std::move(merged));
   }
 }
 
 template <typename In, typename Out>
-void Batcher<In, Out>::ResolveLocked(RequestId parent_id, Result result, std::vector<Completion>& out) {
+typename Batcher<In, Out>::Callback Batcher<In, Out>::TakeLocked(RequestId parent_id) {
   auto it = parents_.find(parent_id);
   Parent& parent = it->second;
   for (RequestId child_id : parent.children) {
@@ -290,9 +310,68 @@ void Batcher<In, Out>::ResolveLocked(RequestId parent_id, Result result, std::ve
     if (!child_it->second.in_flight) scheduler_->Remove(child_id);
     children_.erase(child_it);  // an in-flight child's result will be dropped
   }
-  recorder_.OnResolved(result.status());
-  out.push_back({std::move(parent.done), std::move(result)});
+  if (parent.deadline) deadlines_.erase({*parent.deadline, parent_id});
+  Callback done = std::move(parent.done);
   parents_.erase(it);
+  return done;
+}
+
+template <typename In, typename Out>
+void Batcher<In, Out>::ResolveLocked(RequestId parent_id, Result result, std::vector<Completion>& out) {
+  recorder_.OnResolved(result.status());
+  out.push_back({TakeLocked(parent_id), std::move(result)});
+}
+
+template <typename In, typename Out>
+void Batcher<In, Out>::Fire(std::vector<Completion>& completions) {
+  for (Completion& c : completions) {
+    if (c.merge) {
+      try {
+        c.result = hooks_.merge(std::span<const Out>(c.parts), std::span<const TokenWindow>(c.windows));
+      } catch (const std::exception& e) {
+        c.result = BackendError(absl::StrCat("merge threw: ", e.what()));
+      } catch (...) {
+        c.result = BackendError("merge threw a non-standard exception");
+      }
+      MutexLock lock(&mu_);
+      recorder_.OnResolved(c.result.status());
+    }
+    try {
+      c.done(std::move(c.result));
+    } catch (...) {
+      // The caller's callback failed; the request is resolved all the same.
+    }
+  }
+  completions.clear();
+}
+
+template <typename In, typename Out>
+void Batcher<In, Out>::DeadlineLoop() {
+  std::vector<Completion> completions;
+  mu_.Lock();
+  while (true) {
+    if (!completions.empty()) {
+      mu_.Unlock();
+      Fire(completions);
+      mu_.Lock();
+      continue;
+    }
+    if (workers_joined_) break;  // every request is resolved by then
+    const TimePoint now = SteadyClock::now();
+    while (!deadlines_.empty() && deadlines_.begin()->first < now) {
+      ResolveLocked(deadlines_.begin()->second,
+                    DeadlineExceededError("deadline passed before the result (queued or running)"), completions);
+    }
+    if (!completions.empty()) continue;
+    if (deadlines_.empty()) {
+      mu_.Wait(deadline_cv_);
+    } else {
+      // Deadlines expire strictly after they pass, as in the policy core.
+      const TimePoint first = deadlines_.begin()->first;
+      mu_.WaitUntil(deadline_cv_, first == TimePoint::max() ? first : first + Duration(1));
+    }
+  }
+  mu_.Unlock();
 }
 
 }  // namespace tokenbatch
