@@ -25,6 +25,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/policy_run_flags.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/runtime/batcher.h"
 #include "tokenbatch/sim/batch_former.h"
@@ -312,19 +313,13 @@ void AddBenchCommand(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Compare batching policies on the real libtorch backend (scaled down)");
   cmd->add_option("--workload", f->workload, "JSON Lines workload (needs \"text\")");
-  cmd->add_option("--mix", f->mix, "generated mix: seed, all_short, all_long, long_tailed");
-  cmd->add_option("--requests", f->requests, "requests in the generated mix (the seed has 5,000)");
-  cmd->add_option("--long-fraction", f->long_fraction, "seed mix: share of long passages");
-  cmd->add_option("--seed", f->seed, "seed of the mix");
+  AddMixFlags(cmd, *f);
   cmd->add_option("--model", f->model, "TorchScript encoder (scripts/gen_models.py)");
   cmd->add_option("--tokenizer", f->tokenizer, "the model's tokenizer.json");
   cmd->add_option("--max-positions", f->max_positions, "longest request in tokens (longer ones are truncated)");
   cmd->add_option("--threads", f->threads, "libtorch intra-op threads");
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch (padded tokens)");
-  cmd->add_option("--policies", f->policies, "subset of policies to run")->delimiter(',');
-  cmd->add_flag("--json", f->json, "print a JSON array (one object per policy) instead of the table");
-  cmd->add_option("--plots", f->plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
-  cmd->add_flag("!--no-progress", f->progress, "no progress bar on stderr");
+  AddReportFlags(cmd, *f);
   cmd->callback([f] { Bench(*f); });
 }
 

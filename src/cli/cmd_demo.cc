@@ -74,6 +74,10 @@ Summary Drain(const PolicyRun& run, const std::vector<std::int64_t>& tokens, std
 }
 
 int RunDemo(const DemoFlags& flags) {
+  if (flags.requests < 1) {
+    fmt::print(stderr, "demo: --requests must be >= 1, got {}\n", flags.requests);
+    return 2;
+  }
   auto tokenizer = tokenizer::Tokenizer::FromFile(flags.tokenizer);
   if (!tokenizer.ok()) {
     fmt::print(stderr, "demo: {}\n", tokenizer.status().ToString());

@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
@@ -128,7 +129,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
   if (a.backend != "torch") Fail("--backend must be torch or noop, got " + a.backend);
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
   if (!std::filesystem::exists(a.model)) {
-    Fail(fmt::format("model {} not found; run scripts/setup.sh (or /usr/bin/python3 scripts/gen_models.py "
+    Fail(fmt::format("model {} not found; run scripts/prepare_assets.sh (or /usr/bin/python3 scripts/gen_models.py "
                      "--models minilm --vocab-size 151669), or pass --model, or --backend noop",
                      a.model));
   }
@@ -158,6 +159,8 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
 }
 
 void Run(const ServeArgs& a) {
+  // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
   spdlog::set_level(spdlog::level::from_str(a.log_level));
   // SIGINT/SIGTERM are blocked in every thread (the mask is inherited) and taken
   // synchronously by sigwait below: no async-signal-safety concerns.

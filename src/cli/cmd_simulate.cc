@@ -18,6 +18,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/policy_run_flags.h"
 #include "tokenbatch/sim/progress.h"
 #include "tokenbatch/sim/report.h"
 #include "tokenbatch/sim/simulator.h"
@@ -197,10 +198,7 @@ void AddSimulateCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Compare batching policies on a simulated GPU (deterministic discrete-event simulation)");
   cmd->add_option("--workload", f->workload, "JSON Lines workload (id, text, tokens, class, arrival_us)");
-  cmd->add_option("--mix", f->mix, "generated mix: seed, all_short, all_long, long_tailed");
-  cmd->add_option("--requests", f->requests, "requests in the generated mix");
-  cmd->add_option("--long-fraction", f->long_fraction, "seed mix: share of long passages");
-  cmd->add_option("--seed", f->seed, "seed of the mix and of Poisson arrivals");
+  AddMixFlags(cmd, *f);
   cmd->add_option("--save-workload", f->save_workload, "write the workload as JSON Lines");
   cmd->add_option("--tokenizer", f->tokenizer, "tokenizer.json for exact token counts");
   cmd->add_option("--arrival", f->arrival, "burst (all at t=0), poisson (--rate) or closed (--clients)");
@@ -212,10 +210,7 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--calibration", f->calibration, "`tokenbatch calibrate --json` file replacing the formulas");
   cmd->add_option("--workers", f->workers, "model instances");
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch in the backend's cost unit");
-  cmd->add_option("--policies", f->policies, "subset of policies to run")->delimiter(',');
-  cmd->add_flag("--json", f->json, "print a JSON array (one object per policy) instead of the table");
-  cmd->add_option("--plots", f->plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
-  cmd->add_flag("!--no-progress", f->progress, "no progress bar on stderr");
+  AddReportFlags(cmd, *f);
   cmd->callback([f] { Run(*f); });
 }
 

@@ -1,6 +1,7 @@
 // Router: routes, auth, limits, and the glue to EmbeddingService (see router.h).
 #include "server/router.h"
 
+#include <cctype>
 #include <chrono>
 #include <memory>
 
@@ -14,6 +15,17 @@
 
 namespace tokenbatch::server {
 namespace {
+
+// "Bearer <key>", the scheme case-insensitive (RFC 7235 section 2.1).
+bool BearerMatches(std::string_view authorization, std::string_view key) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() != kScheme.size() + key.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+  }
+  return authorization.substr(kScheme.size()) == key;
+}
+
 
 using Clock = std::chrono::steady_clock;
 
@@ -74,7 +86,7 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     }
     return {};
   }
-  if (!options_.api_key.empty() && request.authorization != "Bearer " + options_.api_key) {
+  if (!options_.api_key.empty() && !BearerMatches(request.authorization, options_.api_key)) {
     reply(ErrorReply(flavor, ApiError{401, request.authorization.empty()
                                                ? "missing API key: send Authorization: Bearer <key>"
                                                : "wrong API key"}));
@@ -119,7 +131,8 @@ void Router::Embed(HttpRequest request, Respond reply, bool openai, std::functio
     if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
     auto& r = std::get<OpenAiEmbeddingsRequest>(parsed);
     embed = std::move(r.request);
-    if (!r.model.empty()) model = std::move(r.model);
+    // Like OpenAI and vLLM, the response names the model actually served (the
+    // --served-model-name), whatever the client asked for.
     base64 = r.base64;
   } else {
     auto parsed = ParseTeiEmbed(request.body, limits);

@@ -70,7 +70,7 @@ TEST_F(ServerTest, OpenAiStringMatchesTokenCountAndHeaders) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const json b = json::parse(r->body);
-  EXPECT_EQ(b["model"], "mine");
+  EXPECT_EQ(b["model"], "tokenbatch");  // the served model's name, not the client's "mine"
   ASSERT_EQ(b["data"].size(), 1u);
   EXPECT_EQ(b["data"][0]["index"], 0);
   const auto v = Floats(b["data"][0]["embedding"]);
@@ -211,7 +211,7 @@ TEST(ServerAuth, BearerKeyRequiredExceptHealth) {
   auto wrong = Call(s.port, "POST", "/v1/embeddings", body, {"Authorization: Bearer nope"});
   ASSERT_TRUE(wrong);
   EXPECT_EQ(wrong->status, 401);
-  auto right = Call(s.port, "POST", "/v1/embeddings", body, {"Authorization: Bearer sekret"});
+  auto right = Call(s.port, "POST", "/v1/embeddings", body, {"Authorization: bearer sekret"});  // scheme is case-insensitive
   ASSERT_TRUE(right);
   EXPECT_EQ(right->status, 200);
   auto metrics = Call(s.port, "GET", "/metrics");
