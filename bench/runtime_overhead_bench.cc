@@ -93,23 +93,20 @@ void BM_SubmitWithCallback(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kRequests);
 }
 
+// 1 and 2 producers x fifo and length_aware, wall time in ms.
+void ProducerPolicyGrid(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"producers", "policy"});
+  for (PackingPolicy policy : {PackingPolicy::kFifo, PackingPolicy::kLengthAware}) {
+    for (int producers : {1, 2}) b->Args({producers, static_cast<int>(policy)});
+  }
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
 BENCHMARK(BM_SubmitWithCallback)
-    ->ArgNames({"producers", "policy"})
-    ->Args({1, static_cast<int>(PackingPolicy::kFifo)})
-    ->Args({2, static_cast<int>(PackingPolicy::kFifo)})
-    ->Args({1, static_cast<int>(PackingPolicy::kLengthAware)})
-    ->Args({2, static_cast<int>(PackingPolicy::kLengthAware)})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(ProducerPolicyGrid);
 
 BENCHMARK(BM_SubmitToResolvedFuture)
-    ->ArgNames({"producers", "policy"})
-    ->Args({1, static_cast<int>(PackingPolicy::kFifo)})
-    ->Args({2, static_cast<int>(PackingPolicy::kFifo)})
-    ->Args({1, static_cast<int>(PackingPolicy::kLengthAware)})
-    ->Args({2, static_cast<int>(PackingPolicy::kLengthAware)})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+    ->Apply(ProducerPolicyGrid);
 
 }  // namespace
 }  // namespace tokenbatch

@@ -46,21 +46,13 @@ std::string CacheFile(const std::string& relative) {
   return (std::filesystem::path(TOKENBATCH_DEFAULT_TOKENIZER).parent_path().parent_path() / relative).string();
 }
 
-struct BenchFlags {
-  std::string workload;
-  std::string mix = "seed";
-  std::size_t requests = 100;
-  double long_fraction = 0.5;
-  std::uint32_t seed = 1;
+struct BenchFlags : MixFlags, ReportFlags {
+  BenchFlags() { requests = 100; }  // scaled down: the real backend runs on CPU
   std::string model = CacheFile("models/minilm.pt");
   std::string tokenizer = CacheFile("bert/tokenizer.json");
   std::int64_t max_positions = 512;
   int threads = 2;
   std::int64_t budget = 4096;
-  std::vector<std::string> policies;
-  bool json = false;
-  std::string plots;
-  bool progress = true;
 };
 
 [[noreturn]] void Fail(const std::string& what) {

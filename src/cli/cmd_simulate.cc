@@ -30,12 +30,7 @@
 namespace tokenbatch::cli {
 namespace {
 
-struct SimulateFlags {
-  std::string workload;  // JSON Lines; empty: generate --mix
-  std::string mix = "seed";
-  std::size_t requests = 5000;
-  double long_fraction = 0.5;
-  std::uint32_t seed = 1;
+struct SimulateFlags : MixFlags, ReportFlags {
   std::string save_workload;
   std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
   std::string arrival = "burst";
@@ -47,10 +42,6 @@ struct SimulateFlags {
   std::string calibration;
   std::size_t workers = 1;
   std::int64_t budget = 4096;
-  std::vector<std::string> policies;
-  bool json = false;
-  std::string plots;
-  bool progress = true;
 };
 
 [[noreturn]] void Fail(const std::string& what) {

@@ -15,6 +15,19 @@ struct Queued {
   TimePoint arrival;
 };
 
+// Baselines that are not core policies keep their own arrival-ordered queue.
+class QueueingFormer : public BatchFormer {
+ public:
+  absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) override {
+    if (tokens < 1) return InvalidArgumentError("tokens must be >= 1");
+    queue_.push_back({id, tokens, arrival});
+    return absl::OkStatus();
+  }
+
+ protected:
+  std::deque<Queued> queue_;
+};
+
 // The policy core, unchanged: budget = max_batch_tokens on every call (no AIMD:
 // the simulator counts OOM failures instead of reacting to them).
 class CoreFormer final : public BatchFormer {
@@ -39,14 +52,9 @@ class CoreFormer final : public BatchFormer {
   std::unique_ptr<Scheduler> scheduler_;
 };
 
-class FixedCountFormer final : public BatchFormer {
+class FixedCountFormer final : public QueueingFormer {
  public:
   FixedCountFormer(std::int64_t batch_size, Duration max_wait) : batch_size_(batch_size), max_wait_(max_wait) {}
-  absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) override {
-    if (tokens < 1) return InvalidArgumentError("tokens must be >= 1");
-    queue_.push_back({id, tokens, arrival});
-    return absl::OkStatus();
-  }
   FormerDecision Next(TimePoint now) override {
     FormerDecision out;
     if (queue_.empty()) return out;
@@ -69,18 +77,12 @@ class FixedCountFormer final : public BatchFormer {
  private:
   std::int64_t batch_size_;
   Duration max_wait_;
-  std::deque<Queued> queue_;
 };
 
-class SortedWindowFormer final : public BatchFormer {
+class SortedWindowFormer final : public QueueingFormer {
  public:
   SortedWindowFormer(std::int64_t batch_size, std::int64_t window, Duration max_wait)
       : batch_size_(batch_size), window_(window), max_wait_(max_wait) {}
-  absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) override {
-    if (tokens < 1) return InvalidArgumentError("tokens must be >= 1");
-    queue_.push_back({id, tokens, arrival});
-    return absl::OkStatus();
-  }
   FormerDecision Next(TimePoint now) override {
     FormerDecision out;
     if (ready_.empty() && !queue_.empty()) {
@@ -119,7 +121,6 @@ class SortedWindowFormer final : public BatchFormer {
  private:
   std::int64_t batch_size_, window_;
   Duration max_wait_;
-  std::deque<Queued> queue_;
   std::deque<std::vector<RequestId>> ready_;
 };
 
