@@ -9,7 +9,8 @@ Runs, on the same machine in one invocation:
      with a no-op async gpu_worker on the same mix (half 20-token, half 400-token
      requests; the seed estimates tokens as len(text), so texts of those lengths),
      budget 4096, 64 per batch, 4 ms window: submit all, await all.
-Prints a markdown table with µs per request and the ratio.
+Prints a markdown table with µs per request (median and best of the repeats) and
+the ratios.
 Usage: python3 bench/compare_overhead.py [--build build] [--requests 20000] [--repeats 5]
 """
 import argparse
@@ -54,24 +55,33 @@ def main():
     args = parser.parse_args()
 
     binary = pathlib.Path(args.build) / "bench" / "runtime_overhead_bench"
-    out = subprocess.run([str(binary), "--benchmark_format=json", f"--benchmark_repetitions={args.repeats}",
-                          "--benchmark_report_aggregates_only=true"],
+    out = subprocess.run([str(binary), "--benchmark_format=json", f"--benchmark_repetitions={args.repeats}"],
                          check=True, capture_output=True, text=True).stdout
+    # Every repetition's µs per request, by configuration (aggregates skipped).
     ours = {}
     for b in json.loads(out)["benchmarks"]:
-        if b.get("aggregate_name") == "median":
-            ours[b["run_name"]] = 1e6 / b["items_per_second"]
+        if b.get("run_type") == "iteration":
+            ours.setdefault(b["run_name"], []).append(1e6 / b["items_per_second"])
 
     scheduler_cls = extract_seed_scheduler()
     seed_us = sorted(asyncio.run(seed_run(scheduler_cls, args.requests)) for _ in range(args.repeats))
-    seed_median = seed_us[len(seed_us) // 2]
 
-    print(f"| run | µs per request (median of {args.repeats}) | seed Python / this |")
-    print("|---|---|---|")
-    print(f"| seed Python TokenBudgetBatchScheduler, 1 producer (asyncio), await each future | {seed_median:.3f} | 1.0 |")
-    for name, us in ours.items():
-        print(f"| tokenbatch {name.replace('/real_time', '')} | {us:.3f} | {seed_median / us:.1f}x |")
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
 
+    # On a shared machine the best of N is the least disturbed run; both are shown,
+    # and each ratio compares like with like (median with median, best with best).
+    seed_median, seed_best = median(seed_us), min(seed_us)
+    print(f"| run | µs per request, median of {args.repeats} | best of {args.repeats} "
+          "| seed / this (median) | seed / this (best) |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| seed Python TokenBudgetBatchScheduler, 1 producer (asyncio) | {seed_median:.3f} | {seed_best:.3f} "
+          "| 1.0 | 1.0 |")
+    for name, runs in ours.items():
+        m, b = median(runs), min(runs)
+        print(f"| tokenbatch {name.replace('/real_time', '')} | {m:.3f} | {b:.3f} "
+              f"| {seed_median / m:.1f}x | {seed_best / b:.1f}x |")
 
 if __name__ == "__main__":
     main()

@@ -20,8 +20,9 @@ PACKAGES=(
   libonig-dev libutf8proc-dev
   # inference backend: libtorch 1.13 with an optimised BLAS (about 40x faster than without)
   libtorch-dev libopenblas0-pthread python3-torch
-  # real text for workloads, and plots
-  fortunes fortunes-min fortunes-zh gnuplot-nox
+  # real text for workloads (Chinese technical passages: manpages-zh, read with
+  # zlib), and plots
+  fortunes fortunes-min fortunes-zh manpages-zh zlib1g-dev gnuplot-nox
   # the base image ships Node.js 20 with npm; the reference tokenizer and the
   # openai client come from the npm registry
   nodejs
@@ -38,6 +39,19 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Slim Debian images exclude /usr/share/man from every package (a dpkg
+# path-exclude), which would leave manpages-zh installed but empty; the workload
+# reads its pages from /usr/share/man/zh_CN, so put them there from the package.
+if [ ! -e /usr/share/man/zh_CN/man1/bash.1.gz ]; then
+  echo "setup: /usr/share/man is excluded by dpkg here; unpacking manpages-zh's pages"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download -q manpages-zh && dpkg-deb -x manpages-zh_*.deb root)
+  $SUDO mkdir -p /usr/share/man
+  $SUDO cp -r "$tmp/root/usr/share/man/zh_CN" /usr/share/man/
+  rm -rf "$tmp"
 fi
 
 # Tokenizer data and the reference tokenizer (npm pack / npm install into

@@ -40,7 +40,8 @@ run_wrk() {  # run_wrk LABEL PORT
 
 TEXT_BODY='{"input": "The quick brown fox jumps over the lazy dog", "model": "bench"}'
 # Size of our noop reply to that body, for the bare server's body.
-"$TB" serve --backend noop --port "$PORT_NOOP" --io-threads 1 --max-wait-ms 0 --log-level warn &
+"$TB" serve --backend noop --port "$PORT_NOOP" --io-threads 1 --tokenization-workers 1 --max-wait-ms 0 \
+  --log-level warn &
 pids+=($!)
 wait_up "$PORT_NOOP"
 REPLY_BYTES=$(curl -s -X POST -H 'Content-Type: application/json' -d "$TEXT_BODY" \
@@ -54,7 +55,7 @@ bare=$(BODY="$TEXT_BODY" run_wrk "bare_beast" "$PORT_BARE")
 echo "$bare"
 noop=$(BODY="$TEXT_BODY" run_wrk "tokenbatch_noop_wait0" "$PORT_NOOP")
 echo "$noop"
-"$TB" serve --backend noop --port "$PORT_NOOP_WAIT" --io-threads 1 --log-level warn &
+"$TB" serve --backend noop --port "$PORT_NOOP_WAIT" --io-threads 1 --tokenization-workers 1 --log-level warn &
 pids+=($!)
 wait_up "$PORT_NOOP_WAIT"
 BODY="$TEXT_BODY" run_wrk "tokenbatch_noop_wait4ms" "$PORT_NOOP_WAIT"

@@ -9,9 +9,14 @@
 // as the Batcher's worker does for the core. Every request arrives at once (the
 // seed's burst); latency is completion time minus that instant.
 //
-// Defaults: 100 requests (the seed's 5,000 scaled down 50×, so a run takes a
-// few minutes on 2 cores: ~1,500 padded tokens/s), the MiniLM-shaped model from
-// scripts/gen_models.py with its BERT tokenizer, budget 4,096 padded tokens.
+// Defaults: 100 requests (the seed's 5,000 scaled down 50×), the MiniLM-shaped
+// model from scripts/gen_models.py with its BERT tokenizer, budget 4,096 padded
+// tokens, one libtorch thread. The run is compute-bound: the encoder costs ~25
+// MFLOP per padded token and OpenBLAS sustains ~20-26 GFLOP/s per core here, so
+// ~1,000 padded tokens/s; the six policies pad ~230k tokens in all, about 5
+// minutes on a shared 2-core machine (docs/benchmarks.md). One thread because on
+// a shared CPU a 2-thread forward waits on descheduled threads (measured slower
+// in docs/benchmarks.md, "Threads per forward").
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -51,7 +56,7 @@ struct BenchFlags : MixFlags, ReportFlags {
   std::string model = CacheFile("models/minilm.pt");
   std::string tokenizer = CacheFile("bert/tokenizer.json");
   std::int64_t max_positions = 512;
-  int threads = 2;
+  int threads = 1;  // see the overview
   std::int64_t budget = 4096;
 };
 
@@ -248,13 +253,7 @@ void Bench(const BenchFlags& flags) {
                                               .max_positions = flags.max_positions});
   if (!encoder.ok()) Fail(encoder.status().ToString() + " (run scripts/gen_models.py)");
 
-  std::vector<sim::PolicySpec> policies;
-  for (sim::PolicySpec& p : sim::SeedExperimentPolicies(flags.budget, CostModel::Padded())) {
-    if (flags.policies.empty() ||
-        std::find(flags.policies.begin(), flags.policies.end(), p.name) != flags.policies.end()) {
-      policies.push_back(std::move(p));
-    }
-  }
+  std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, CostModel::Padded(), flags);
   if (policies.empty()) Fail("--policies matched none of the policy names");
 
   // Warm-up: TorchScript's profiling executor optimises a graph on its first runs;

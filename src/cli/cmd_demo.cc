@@ -105,7 +105,8 @@ int RunDemo(const DemoFlags& flags) {
     (chars > 100 ? tokens_long : tokens_short) += count;
   }
   fmt::print("tokenbatch demo: {} requests arriving at once (seed mix: half short fortunes in English and\n"
-             "Chinese, half ~1,500-character licence passages), counted exactly with {}\n",
+             "Chinese, half ~1,500-character technical passages from licences and Chinese man pages),\n"
+             "counted exactly with {}\n",
              texts.size(), flags.tokenizer);
   fmt::print("The seed estimates tokens as characters: short texts {} chars vs {} tokens, long {} chars vs {} tokens.\n",
              chars_short, tokens_short, chars_long, tokens_long);

@@ -1,7 +1,10 @@
 // `tokenbatch serve`: the HTTP embedding server (OpenAI and TEI APIs).
 //
 // Flags follow TEI / vLLM names; each can also be set by an environment variable
-// TOKENBATCH_<FLAG> (e.g. TOKENBATCH_MAX_BATCH_TOKENS=8192), the flag winning.
+// TOKENBATCH_<FLAG> (e.g. TOKENBATCH_MAX_BATCH_TOKENS=8192), and those TEI has by
+// TEI's own name (MAX_BATCH_TOKENS, MODEL_ID, PORT, API_KEY, ...), so that a TEI
+// deployment's environment carries over. Precedence: flag, TOKENBATCH_<FLAG>, TEI
+// name. HOSTNAME is deliberately not read (shells set it to the machine name).
 // With no flags it serves the bundled model and the Qwen3 tokenizer written by
 // scripts/setup.sh on 127.0.0.1:8080. SIGINT / SIGTERM stop it gracefully (drain
 // per --shutdown) and it exits 0.
@@ -15,6 +18,8 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -217,40 +222,67 @@ void Run(const ServeArgs& a) {
 void AddServeCommand(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "HTTP embedding server (OpenAI /v1/embeddings, TEI /embed)");
-  // Every option also reads TOKENBATCH_<NAME> from the environment.
-  auto opt = [&](const std::string& flag, auto& value, const std::string& help) {
-    std::string env = "TOKENBATCH_" + flag.substr(2);
+  cmd->footer(
+      "Environment: every option also reads TOKENBATCH_<OPTION> (e.g. TOKENBATCH_MAX_BATCH_TOKENS), and the options\n"
+      "TEI has read TEI's own variable name too (MODEL_ID, MAX_BATCH_TOKENS, PORT, ... shown as [TEI env: NAME]).\n"
+      "Precedence: command-line flag, then TOKENBATCH_<OPTION>, then the TEI name. HOSTNAME is never read: shells\n"
+      "set it to the machine's name, and binding to it would expose the server by accident; use --host/--hostname\n"
+      "or TOKENBATCH_HOST.");
+  // Options with a TEI environment name, switched to it before the environment is
+  // read when the TOKENBATCH_ variable is unset (CLI11 reads one name per option).
+  auto tei_envs = std::make_shared<std::vector<std::pair<CLI::Option*, std::string>>>();
+  // `names` is "--flag" or "--flag,--alias"; the environment name comes from the first.
+  auto opt = [&](const std::string& names, auto& value, const std::string& help, const std::string& tei_env = "") {
+    std::string env = "TOKENBATCH_" + names.substr(2, names.find(',') - 2);
     std::transform(env.begin(), env.end(), env.begin(), [](char c) { return c == '-' ? '_' : std::toupper(c); });
-    return cmd->add_option(flag, value, help)->envname(env)->capture_default_str();
+    CLI::Option* o =
+        cmd->add_option(names, value, tei_env.empty() ? help : help + " [TEI env: " + tei_env + "]")
+            ->envname(env)
+            ->capture_default_str();
+    if (!tei_env.empty()) tei_envs->emplace_back(o, tei_env);
+    return o;
   };
-  opt("--model", args->model, "TorchScript encoder (.pt); its .json sidecar gives vocab and max_positions");
+  cmd->preparse_callback([tei_envs](std::size_t) {
+    for (auto& [o, tei_env] : *tei_envs) {
+      const char* ours = std::getenv(o->get_envname().c_str());
+      if ((ours == nullptr || *ours == '\0') && std::getenv(tei_env.c_str()) != nullptr) o->envname(tei_env);
+    }
+  });
+  opt("--model,--model-id", args->model, "TorchScript encoder (.pt); its .json sidecar gives vocab and max_positions",
+      "MODEL_ID");
   opt("--tokenizer", args->tokenizer, "Hugging Face tokenizer.json");
-  opt("--served-model-name", args->served_model_name, "name reported by /info and in OpenAI responses");
+  opt("--served-model-name", args->served_model_name, "name reported by /info, /v1/models and in OpenAI responses",
+      "SERVED_MODEL_NAME");
   opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");
-  opt("--pooling", args->pooling, "cls, mean or last");
+  opt("--pooling", args->pooling, "cls, mean or last", "POOLING");
   opt("--normalize", args->normalize, "L2-normalise embeddings unless a request says otherwise");
   opt("--device", args->device, "cpu or cuda:N");
   opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
   opt("--max-batch-tokens", args->max_batch_tokens,
-      "batch budget in the cost model's unit (0 = from --calibration, else 4096)");
-  opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch");
+      "batch budget in the cost model's unit (0 = from --calibration, else 4096)", "MAX_BATCH_TOKENS");
+  opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
   opt("--cost-model", args->cost_model, "sum, padded, or memory (needs --calibration)");
   opt("--policy", args->policy, "fifo, bucketed or length_aware");
   opt("--max-input-tokens", args->max_input_tokens, "longest input accepted as is (0 = derived from the budget)");
   opt("--oversize", args->oversize, "reject, truncate or split");
-  cmd->add_flag("--auto-truncate", args->auto_truncate, "truncate long inputs unless a request says not to")
-      ->envname("TOKENBATCH_AUTO_TRUNCATE");
-  opt("--max-concurrent-requests", args->max_concurrent_requests, "HTTP requests handled at once (429 beyond)");
-  opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)");
+  tei_envs->emplace_back(
+      cmd->add_flag("--auto-truncate", args->auto_truncate,
+                    "truncate long inputs unless a request says not to [TEI env: AUTO_TRUNCATE]")
+          ->envname("TOKENBATCH_AUTO_TRUNCATE"),
+      "AUTO_TRUNCATE");
+  opt("--max-concurrent-requests", args->max_concurrent_requests, "HTTP requests handled at once (429 beyond)",
+      "MAX_CONCURRENT_REQUESTS");
+  opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)",
+      "MAX_CLIENT_BATCH_SIZE");
   opt("--max-queue-tokens", args->max_queue_tokens, "most tokens queued (429 beyond; 0 = unlimited)");
   opt("--workers", args->workers, "model instances running batches concurrently");
   opt("--io-threads", args->io_threads, "threads for socket I/O");
-  opt("--tokenization-workers", args->tokenization_workers, "threads tokenising inputs");
-  opt("--host", args->host, "address to listen on");
-  opt("--port", args->port, "TCP port");
-  opt("--api-key", args->api_key, "require Authorization: Bearer KEY (except /health)");
-  opt("--payload-limit", args->payload_limit, "largest request body, bytes (413 beyond)");
+  opt("--tokenization-workers", args->tokenization_workers, "threads tokenising inputs", "TOKENIZATION_WORKERS");
+  opt("--host,--hostname", args->host, "address to listen on (the HOSTNAME variable is not read)");
+  opt("--port,-p", args->port, "TCP port", "PORT");
+  opt("--api-key", args->api_key, "require Authorization: Bearer KEY (except /health)", "API_KEY");
+  opt("--payload-limit", args->payload_limit, "largest request body, bytes (413 beyond)", "PAYLOAD_LIMIT");
   opt("--read-timeout-ms", args->read_timeout_ms, "close a connection that takes longer to send a request");
   opt("--shutdown", args->shutdown, "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503)");
   opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");

@@ -10,6 +10,7 @@
 // Qwen3-Embedding-0.6B shape and eager attention, budget 4,096.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,7 @@ struct SimulateFlags : MixFlags, ReportFlags {
   std::string calibration;
   std::size_t workers = 1;
   std::int64_t budget = 4096;
+  bool short_alone = false;
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -124,12 +126,7 @@ void Run(const SimulateFlags& flags) {
   if (!gpu.ok()) Fail(gpu.status().ToString());
 
   const CostModel matching = gpu->MatchingTokenCostModel();
-  std::vector<sim::PolicySpec> policies;
-  for (sim::PolicySpec& p : sim::SeedExperimentPolicies(flags.budget, matching)) {
-    if (flags.policies.empty() || std::find(flags.policies.begin(), flags.policies.end(), p.name) != flags.policies.end()) {
-      policies.push_back(std::move(p));
-    }
-  }
+  std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, matching, flags);
   if (policies.empty()) Fail("--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
 
   std::vector<sim::SimRequest> sim_requests;
@@ -145,12 +142,23 @@ void Run(const SimulateFlags& flags) {
                                 .clients = *arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
                                 .over_budget_limit = flags.budget,
                                 .over_budget_model = matching};
+  // --short-alone: the same short requests, same arrival times, without the long ones.
+  std::vector<sim::SimRequest> short_only;
+  if (flags.short_alone) {
+    std::copy_if(sim_requests.begin(), sim_requests.end(), std::back_inserter(short_only),
+                 [](const sim::SimRequest& r) { return !r.is_long; });
+  }
   std::vector<sim::PolicyResult> results;
   for (const sim::PolicySpec& p : policies) {
     ProgressBar bar(p.name, flags.progress);
     auto r = sim::Simulate(p, *gpu, sim_requests, options,
                            [&bar](std::size_t done, std::size_t total) { bar.Update(done, total); });
     if (!r.ok()) Fail(r.status().ToString());
+    if (!short_only.empty() && short_only.size() < sim_requests.size()) {
+      auto alone = sim::Simulate(p, *gpu, short_only, options);
+      if (!alone.ok()) Fail(alone.status().ToString());
+      r->latency_short_alone = alone->latency_short;
+    }
     results.push_back(std::move(*r));
   }
 
@@ -174,6 +182,10 @@ void Run(const SimulateFlags& flags) {
                "'over budget' = batches whose {} cost exceeds it\n\n",
                flags.budget, matching.name(), matching.name());
     fmt::print("{}", sim::MarkdownTable(results));
+    if (const std::string table = sim::ShortAloneTable(results); !table.empty()) {
+      fmt::print("\nShort requests under the mix vs the same short requests alone (same arrival times):\n\n{}",
+                 table);
+    }
   }
   if (!flags.plots.empty()) {
     absl::Status s = sim::WritePlots(flags.plots, results, std::string(matching.name()) + " tokens", true);
@@ -201,6 +213,8 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--calibration", f->calibration, "`tokenbatch calibrate --json` file replacing the formulas");
   cmd->add_option("--workers", f->workers, "model instances");
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch in the backend's cost unit");
+  cmd->add_flag("--short-alone", f->short_alone,
+                "also run the short requests alone (same arrivals) and compare their latency");
   AddReportFlags(cmd, *f);
   cmd->callback([f] { Run(*f); });
 }

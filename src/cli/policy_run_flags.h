@@ -3,12 +3,17 @@
 // struct derives from both, so its code reads them as its own members.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "tokenbatch/sim/batch_former.h"
 
 namespace tokenbatch::cli {
 
@@ -22,6 +27,12 @@ struct MixFlags {
 
 struct ReportFlags {
   std::vector<std::string> policies;  // empty: all
+  // ours-length-aware's SchedulerOptions::anchor_slack_per_token in µs per token;
+  // < 0: the option's default.
+  double anchor_slack_us = -1;
+  // ours-length-aware's SchedulerOptions::length_aware_min_padding_efficiency;
+  // < 0: the option's default.
+  double min_padding_efficiency = -1;
   bool json = false;
   std::string plots;  // folder for PNGs; empty: none
   bool progress = true;
@@ -38,9 +49,40 @@ inline void AddMixFlags(CLI::App* cmd, MixFlags& f) {
 // --policies, --json, --plots, --no-progress (the comparison's output).
 inline void AddReportFlags(CLI::App* cmd, ReportFlags& f) {
   cmd->add_option("--policies", f.policies, "subset of policies to run")->delimiter(',');
+  cmd->add_option("--anchor-slack-us", f.anchor_slack_us,
+                  "ours-length-aware: anchor = earliest arrival + this × tokens (µs per token; 0 = oldest first)");
+  cmd->add_option("--min-padding-efficiency", f.min_padding_efficiency,
+                  "ours-length-aware: never add a request that brings a batch's padding efficiency below this");
   cmd->add_flag("--json", f.json, "print a JSON array (one object per policy) instead of the table");
   cmd->add_option("--plots", f.plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
   cmd->add_flag("!--no-progress", f.progress, "no progress bar on stderr");
+}
+
+// The seed experiment's policies (sim::SeedExperimentPolicies) named by
+// --policies (all when empty), with --anchor-slack-us applied. Empty when
+// --policies names none of them.
+inline std::vector<sim::PolicySpec> SelectPolicies(std::int64_t budget, const CostModel& matching,
+                                                   const ReportFlags& f) {
+  std::vector<sim::PolicySpec> out;
+  for (sim::PolicySpec& p : sim::SeedExperimentPolicies(budget, matching)) {
+    if (!f.policies.empty() && std::find(f.policies.begin(), f.policies.end(), p.name) == f.policies.end()) continue;
+    if (f.anchor_slack_us >= 0 && p.kind == sim::FormerKind::kCore &&
+        p.core.policy == PackingPolicy::kLengthAware) {
+      // Saturate instead of overflowing the integral Duration (a huge slack means
+      // oldest-first order, as the scheduler's own saturation gives).
+      const double ticks = std::chrono::duration<double, Duration::period>(
+                               std::chrono::duration<double, std::micro>(f.anchor_slack_us)).count();
+      p.core.anchor_slack_per_token = ticks >= static_cast<double>(Duration::max().count())
+                                          ? Duration::max()
+                                          : Duration(static_cast<Duration::rep>(ticks));
+    }
+    if (f.min_padding_efficiency >= 0 && p.kind == sim::FormerKind::kCore &&
+        p.core.policy == PackingPolicy::kLengthAware) {
+      p.core.length_aware_min_padding_efficiency = f.min_padding_efficiency;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace tokenbatch::cli

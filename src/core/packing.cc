@@ -25,7 +25,14 @@ class BatchBuilder {
     return true;
   }
 
+  // Whether adding `r` keeps the batch's padding efficiency at or above the floor.
+  [[nodiscard]] bool KeepsPaddingEfficiency(const Slot& r) const {
+    return limits_.min_padding_efficiency <= 0 ||
+           result_.shape.With(r.tokens).padding_efficiency() >= limits_.min_padding_efficiency;
+  }
+
   [[nodiscard]] bool size_full() const { return result_.size_full; }
+  [[nodiscard]] const BatchShape& shape() const { return result_.shape; }
   PackResult Finish() { return std::move(result_); }
 
  private:
@@ -63,7 +70,7 @@ PackResult PackBucket(const ArrivalIndex& bucket, const BatchLimits& limits) {
 PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits,
                            std::int64_t lookahead) {
   BatchBuilder builder(limits);
-  const auto& [anchor_key, anchor] = level.oldest();
+  const auto [anchor_key, anchor] = level.anchor();
   builder.AddAnchor(anchor);
   const auto at = level.by_length.find(LengthKey{anchor.tokens, anchor_key.arrival, anchor_key.seq});
   // Two cursors walk outwards from the anchor in length order: `longer` up, and
@@ -90,16 +97,30 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
       take_longer = up_gap < down_gap ||
                     (up_gap == down_gap && ArrivalKey{up.arrival, up.seq} < ArrivalKey{down.arrival, down.seq});
     }
+    // The padding-efficiency floor closes a direction for good: a candidate
+    // further from the anchor's length only pads more.
     if (take_longer) {
-      if (!builder.TryAdd(slot_of(*longer))) {
+      if (!builder.KeepsPaddingEfficiency(slot_of(*longer)) || !builder.TryAdd(slot_of(*longer))) {
         longer_open = false;
       } else {
         longer_open = ++longer != level.by_length.end();
       }
     } else {
       --shorter;
-      const bool added = builder.TryAdd(slot_of(*shorter));
-      shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
+      if (!builder.KeepsPaddingEfficiency(slot_of(*shorter))) {
+        shorter_open = false;
+      } else {
+        const bool added = builder.TryAdd(slot_of(*shorter));
+        if (!added && shorter_cost_depends_on_length) {
+          // Under `sum` only a request of at most the remaining room can fit, and
+          // every request from `shorter` up is longer than that: jump to the
+          // longest that can, in O(log n), instead of using up the lookahead one
+          // failing candidate at a time.
+          const std::int64_t room = limits.budget - builder.shape().sum_tokens;
+          shorter = level.by_length.lower_bound(LengthKey{room + 1, TimePoint::min(), 0});
+        }
+        shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
+      }
     }
   }
   return builder.Finish();

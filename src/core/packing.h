@@ -19,6 +19,9 @@ struct BatchLimits {
   const CostModel* cost_model = nullptr;
   std::int64_t budget = 0;          // cost units, >= 1
   std::int64_t max_batch_size = 0;  // requests, >= 1
+  // PackLengthAware only: a candidate that would bring the batch's padding
+  // efficiency (Σ tokens / B·Lmax) below this is not added. 0 = no floor.
+  double min_padding_efficiency = 0;
 };
 
 struct PackResult {
@@ -37,7 +40,8 @@ struct PackResult {
 // that does not fit.
 [[nodiscard]] PackResult PackBucket(const ArrivalIndex& bucket, const BatchLimits& limits);
 
-// The level's oldest request plus the requests nearest to its length (ties: the
+// The level's anchor (PriorityLevel::anchor(): the oldest request, or the
+// earliest virtual deadline) plus the requests nearest to its length (ties: the
 // older first), skipping candidates that do not fit, examining at most
 // `lookahead` candidates.
 [[nodiscard]] PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits,

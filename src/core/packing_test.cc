@@ -30,9 +30,18 @@ std::unique_ptr<Scheduler> MakeWith(SchedulerOptions o, const std::vector<Queued
   return std::move(*s);
 }
 
-TEST(LengthAwareTest, PicksTheNearestLengthsAroundTheOldestRequest) {
+// The packing rule around a FIFO anchor, without the efficiency floor (both
+// have their own tests: anchor_slack_test.cc and the floor tests below).
+SchedulerOptions PlainLengthAware() {
   SchedulerOptions o;
   o.policy = PackingPolicy::kLengthAware;
+  o.anchor_slack_per_token = Duration::zero();
+  o.length_aware_min_padding_efficiency = 0;
+  return o;
+}
+
+TEST(LengthAwareTest, PicksTheNearestLengthsAroundTheOldestRequest) {
+  SchedulerOptions o = PlainLengthAware();
   o.cost_model = CostModel::Padded();
   o.max_batch_tokens = 400;
   testing::ManualClock clock;
@@ -52,8 +61,7 @@ TEST(LengthAwareTest, PicksTheNearestLengthsAroundTheOldestRequest) {
 }
 
 TEST(LengthAwareTest, UnderSumCostSkipsACandidateThatDoesNotFitAndTakesASmallerOne) {
-  SchedulerOptions o;
-  o.policy = PackingPolicy::kLengthAware;
+  SchedulerOptions o = PlainLengthAware();
   o.cost_model = CostModel::Sum();
   o.max_batch_tokens = 1300;
   testing::ManualClock clock;
@@ -62,6 +70,40 @@ TEST(LengthAwareTest, UnderSumCostSkipsACandidateThatDoesNotFitAndTakesASmallerO
   Decision d = s->Next(clock.now(), {1300});
   EXPECT_THAT(d.batch, ElementsAre(1, 2, 4));
   EXPECT_EQ(d.cost, 1295);
+}
+
+TEST(LengthAwareTest, PaddingEfficiencyFloorKeepsPassagesOutOfAQueryBatch) {
+  SchedulerOptions o = PlainLengthAware();
+  o.max_batch_tokens = 4096;
+  testing::ManualClock clock;
+  //   id:      1   2   3    4    5
+  //   tokens: 20  24  300  310  280
+  const std::vector<Queued> queue = {{1, 20}, {2, 24}, {3, 300}, {4, 310}, {5, 280}};
+  // No floor: anchor 1, then 2, then the passages while 5 × 310 = 1,550 fits.
+  auto plain = MakeWith(o, queue, clock);
+  Decision d = plain->Next(clock.now(), {4096, /*drain=*/true});
+  EXPECT_THAT(d.batch, ElementsAre(1, 2, 5, 3, 4));
+  EXPECT_NEAR(d.shape.padding_efficiency(), 934.0 / 1550.0, 1e-12);
+  // Floor 0.85: adding 5 would give (44 + 280) / (3 × 280) = 0.39, so the query
+  // batch stops at [1 2] (44 / 48 = 0.92) and the passages go together
+  // (890 / 930 = 0.96).
+  o.length_aware_min_padding_efficiency = 0.85;
+  auto floored = MakeWith(o, queue, clock);
+  d = floored->Next(clock.now(), {4096, true});
+  EXPECT_THAT(d.batch, ElementsAre(1, 2));
+  d = floored->Next(clock.now(), {4096, true});
+  EXPECT_THAT(d.batch, ElementsAre(3, 4, 5));
+  EXPECT_GE(d.shape.padding_efficiency(), 0.85);
+}
+
+TEST(LengthAwareTest, PaddingEfficiencyFloorOutOfRangeIsInvalid) {
+  SchedulerOptions o = PlainLengthAware();
+  o.length_aware_min_padding_efficiency = 1.0;
+  EXPECT_FALSE(Validate(o).ok());
+  o.length_aware_min_padding_efficiency = -0.1;
+  EXPECT_FALSE(Validate(o).ok());
+  o.length_aware_min_padding_efficiency = 0.99;
+  EXPECT_TRUE(Validate(o).ok());
 }
 
 TEST(LengthAwareTest, BeatsFifoOnPaddingForAMixedQueue) {

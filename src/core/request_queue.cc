@@ -1,15 +1,43 @@
 #include "src/core/request_queue.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::internal {
+namespace {
 
-RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets)
-    : bucket_bounds_(std::move(bucket_bounds)), index_buckets_(index_buckets) {}
+template <typename Map>
+void EraseKey(Map& map, const typename Map::key_type& key) {
+  if (auto it = map.find(key); it != map.end()) map.erase(it);
+}
+void EraseKey(ArrivalOrder& order, const ArrivalKey& key) { order.erase(key); }
+
+}  // namespace
+
+std::pair<ArrivalKey, Slot> PriorityLevel::anchor() const {
+  if (by_virtual_deadline.empty()) return oldest();
+  const LengthKey& k = by_virtual_deadline.begin()->second;
+  return {ArrivalKey{k.arrival, k.seq}, Slot{by_length.find(k)->second, k.tokens}};
+}
+
+RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets,
+                           Duration slack_per_token)
+    : bucket_bounds_(std::move(bucket_bounds)), index_buckets_(index_buckets),
+      slack_per_token_(slack_per_token) {}
+
+TimePoint RequestQueue::VirtualDeadline(const RequestSpec& spec) const {
+  // tokens <= max_input_tokens, so the product only overflows for absurd slacks.
+  const Duration::rep per_token = slack_per_token_.count();
+  if (per_token > 0 && spec.tokens > std::numeric_limits<Duration::rep>::max() / per_token) {
+    return TimePoint::max();
+  }
+  const Duration slack(per_token * spec.tokens);
+  return spec.arrival > TimePoint::max() - slack ? TimePoint::max() : spec.arrival + slack;
+}
 
 int RequestQueue::BucketOf(std::int64_t tokens) const {
   // Bounds are inclusive upper bounds: tokens <= bound[i] lands in bucket i.
@@ -30,6 +58,9 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
   level.by_arrival.emplace(ArrivalKeyOf(r), slot);
   level.by_length.emplace(LengthKeyOf(r), spec.id);
   if (index_buckets_) level.by_bucket[r.bucket].emplace(ArrivalKeyOf(r), slot);
+  if (slack_per_token_ > Duration::zero()) {
+    level.by_virtual_deadline.emplace(ArrivalKey{VirtualDeadline(spec), r.seq}, LengthKeyOf(r));
+  }
   level.sum_tokens += spec.tokens;
   if (spec.deadline) deadlines_.emplace(ArrivalKey{*spec.deadline, r.seq}, spec.id);
   tokens_ += spec.tokens;
@@ -42,16 +73,21 @@ std::optional<RequestSpec> RequestQueue::Remove(RequestId id) {
   const QueuedRequest& r = it->second;
   auto level_it = levels_.find(r.spec.priority);
   PriorityLevel& level = level_it->second;
-  level.by_arrival.erase(ArrivalKeyOf(r));
-  level.by_length.erase(LengthKeyOf(r));
+  // find + erase(iterator): erase(key) on a btree map is equal_range + erase_range,
+  // two descents instead of one.
+  EraseKey(level.by_arrival, ArrivalKeyOf(r));
+  EraseKey(level.by_length, LengthKeyOf(r));
   if (index_buckets_) {
     auto bucket_it = level.by_bucket.find(r.bucket);
-    bucket_it->second.erase(ArrivalKeyOf(r));
+    EraseKey(bucket_it->second, ArrivalKeyOf(r));
     if (bucket_it->second.empty()) level.by_bucket.erase(bucket_it);
+  }
+  if (slack_per_token_ > Duration::zero()) {
+    EraseKey(level.by_virtual_deadline, ArrivalKey{VirtualDeadline(r.spec), r.seq});
   }
   level.sum_tokens -= r.spec.tokens;
   if (level.empty()) levels_.erase(level_it);
-  if (r.spec.deadline) deadlines_.erase(ArrivalKey{*r.spec.deadline, r.seq});
+  if (r.spec.deadline) EraseKey(deadlines_, ArrivalKey{*r.spec.deadline, r.seq});
   tokens_ -= r.spec.tokens;
   RequestSpec spec = r.spec;
   requests_.erase(it);

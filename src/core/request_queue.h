@@ -1,9 +1,11 @@
 // RequestQueue: the Scheduler's indexes over queued request metadata (internal).
 //
-// Requests are grouped by priority level. Each level keeps three orderings:
+// Requests are grouped by priority level. Each level keeps these orderings:
 //   by arrival (oldest first)           -> the anchor, fifo packing, max_wait
 //   by length (tokens, then arrival)    -> length-aware packing, nearest first
 //   per length bucket, by arrival       -> bucketed packing
+//   by virtual deadline                 -> the length-aware anchor when
+//     (arrival + slack_per_token·tokens)   anchor_slack_per_token > 0
 // plus a global deadline index. Every index is an absl::btree_map, so add, remove
 // and "find neighbours" are O(log n). Not thread-safe (the Scheduler's driver
 // serialises access).
@@ -14,11 +16,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "src/core/arrival_order.h"
+#include "src/core/request_keys.h"
 #include "tokenbatch/core/request.h"
 
 namespace tokenbatch::internal {
@@ -29,27 +34,7 @@ struct QueuedRequest {
   int bucket = 0;         // index into bucket_bounds (last + 1 = overflow bucket)
 };
 
-struct ArrivalKey {
-  TimePoint arrival;
-  std::uint64_t seq;
-  auto operator<=>(const ArrivalKey&) const = default;
-};
-
-struct LengthKey {
-  std::int64_t tokens;
-  TimePoint arrival;
-  std::uint64_t seq;
-  auto operator<=>(const LengthKey&) const = default;
-};
-
-// What packing needs besides the key. Index values are kept this small because a
-// btree insert or erase shifts values within a node: small values keep the hot
-// path (one add and one remove per request and index) cheap.
-struct Slot {
-  RequestId id;
-  std::int64_t tokens;
-};
-using ArrivalIndex = absl::btree_map<ArrivalKey, Slot>;
+using ArrivalIndex = ArrivalOrder;
 using LengthIndex = absl::btree_map<LengthKey, RequestId>;
 
 inline ArrivalKey ArrivalKeyOf(const QueuedRequest& r) { return {r.spec.arrival, r.seq}; }
@@ -60,11 +45,18 @@ struct PriorityLevel {
   ArrivalIndex by_arrival;
   LengthIndex by_length;
   std::map<int, ArrivalIndex> by_bucket;  // bucket -> arrival order; no empty entries; kBucketed only
+  // (virtual deadline, seq) -> length key; only with a virtual-deadline anchor
+  // (RequestQueue's slack_per_token > 0), else empty.
+  absl::btree_map<ArrivalKey, LengthKey> by_virtual_deadline;
   std::int64_t sum_tokens = 0;
 
   [[nodiscard]] bool empty() const { return by_arrival.empty(); }
   // The oldest request: its arrival key and slot.
   [[nodiscard]] const ArrivalIndex::value_type& oldest() const { return *by_arrival.begin(); }
+  // The request a length-aware batch is formed around: the earliest virtual
+  // deadline when that index is kept (ties: the earlier enqueued), else the
+  // oldest. Its arrival key and slot. Requires !empty().
+  [[nodiscard]] std::pair<ArrivalKey, Slot> anchor() const;
   [[nodiscard]] std::int64_t max_tokens() const {
     return by_length.empty() ? 0 : by_length.rbegin()->first.tokens;
   }
@@ -73,7 +65,10 @@ struct PriorityLevel {
 class RequestQueue {
  public:
   // `index_buckets`: keep the per-bucket orderings (only kBucketed reads them).
-  RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets);
+  // `slack_per_token` > 0: keep the virtual-deadline ordering (the length-aware
+  // anchor, see SchedulerOptions::anchor_slack_per_token).
+  RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets,
+               Duration slack_per_token = Duration::zero());
 
   // Adds a request. Errors: InvalidArgument for a duplicate id.
   [[nodiscard]] absl::Status Add(const RequestSpec& spec);
@@ -93,8 +88,12 @@ class RequestQueue {
   [[nodiscard]] std::int64_t tokens() const { return tokens_; }
 
  private:
+  // arrival + slack_per_token_ × tokens, saturating at TimePoint::max().
+  [[nodiscard]] TimePoint VirtualDeadline(const RequestSpec& spec) const;
+
   std::vector<std::int64_t> bucket_bounds_;
   bool index_buckets_;
+  Duration slack_per_token_;
   absl::flat_hash_map<RequestId, QueuedRequest> requests_;
   std::map<int, PriorityLevel, std::greater<int>> levels_;  // highest first; no empty levels
   absl::btree_map<ArrivalKey, RequestId> deadlines_;        // (deadline, seq) -> id

@@ -13,7 +13,8 @@ namespace tokenbatch {
 struct Scheduler::State {
   explicit State(const SchedulerOptions& o)
       : options(o), max_input_tokens(EffectiveMaxInputTokens(o)),
-        queue(o.bucket_bounds, o.policy == PackingPolicy::kBucketed),
+        queue(o.bucket_bounds, o.policy == PackingPolicy::kBucketed,
+              o.policy == PackingPolicy::kLengthAware ? o.anchor_slack_per_token : Duration::zero()),
         last_budget(o.max_batch_tokens) {}
 
   const SchedulerOptions options;
@@ -107,6 +108,19 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
   return out;
 }
 
+ArrivalWakeRule Scheduler::WakeRuleForArrivals() const {
+  const State& s = *state_;
+  const SchedulerOptions& o = s.options;
+  if (s.queue.empty() || o.max_wait <= Duration::zero()) return ArrivalWakeRule::EmptyQueue();
+  const internal::PriorityLevel& level = *s.queue.TopLevel();
+  const ArrivalWakeRule::TopLevel top{
+      s.queue.TopPriority(),
+      BatchShape{static_cast<std::int64_t>(level.by_arrival.size()), level.max_tokens(), level.sum_tokens},
+      level.oldest().first.arrival};
+  return ArrivalWakeRule(&o.cost_model, top, o.max_batch_size,
+                         o.early_dispatch_fraction * static_cast<double>(s.last_budget));
+}
+
 bool Scheduler::Remove(RequestId id) { return state_->queue.Remove(id).has_value(); }
 
 Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
@@ -119,9 +133,12 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
 
   const internal::PriorityLevel* level = s.queue.TopLevel();
   if (level == nullptr) return d;
+  // The oldest request sets the max_wait clock (and the bucket's anchor); the
+  // length-aware anchor may instead be the earliest virtual deadline.
   const auto& [anchor_key, anchor] = level->oldest();
   const int anchor_bucket = s.queue.BucketOf(anchor.tokens);
-  const internal::BatchLimits limits{&o.cost_model, budget, o.max_batch_size};
+  const internal::BatchLimits limits{&o.cost_model, budget, o.max_batch_size,
+                                     o.length_aware_min_padding_efficiency};
 
   PackResult pack;
   switch (o.policy) {

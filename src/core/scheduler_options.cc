@@ -35,6 +35,14 @@ absl::Status Validate(const SchedulerOptions& o) {
     return InvalidArgumentError(
         absl::StrCat("length_aware_lookahead must be >= 1, got ", o.length_aware_lookahead));
   }
+  if (o.anchor_slack_per_token < Duration::zero()) {
+    return InvalidArgumentError(absl::StrCat("anchor_slack_per_token must be >= 0, got ",
+                                             o.anchor_slack_per_token.count(), " ns"));
+  }
+  if (!(o.length_aware_min_padding_efficiency >= 0 && o.length_aware_min_padding_efficiency < 1)) {
+    return InvalidArgumentError(absl::StrCat("length_aware_min_padding_efficiency must be in [0, 1), got ",
+                                             o.length_aware_min_padding_efficiency));
+  }
   if (o.max_input_tokens < 0) {
     return InvalidArgumentError(absl::StrCat("max_input_tokens must be >= 0, got ", o.max_input_tokens));
   }

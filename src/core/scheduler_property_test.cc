@@ -2,6 +2,10 @@
 // cancellations, worker counts, shrinking budgets) are run through the Scheduler
 // by a single-threaded discrete-event loop on a manual clock. After every
 // decision the loop checks the batch against its own shadow copy of the queue.
+// With kLengthAware and anchor_slack_per_token > 0 the shadow's anchor is the
+// earliest virtual deadline (arrival + slack × tokens), and the batch-count bound
+// counts, besides the requests queued ahead, those arriving later with an earlier
+// virtual deadline (the documented "FIFO bound plus the request's own slack").
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -37,6 +41,13 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
   std::map<RequestId, std::pair<RequestSpec, std::uint64_t>> shadow;  // queued: spec, seq
   // For the batch-count bound: requests queued ahead at arrival, batches so far.
   std::map<RequestId, std::pair<std::size_t, std::size_t>> ahead_at_arrival;
+  // The anchor order: (virtual deadline, seq); the virtual deadline is the
+  // arrival unless the length-aware anchor has a slack.
+  const Duration slack = o.policy == PackingPolicy::kLengthAware ? o.anchor_slack_per_token : Duration::zero();
+  auto anchor_key = [&](const RequestSpec& spec, std::uint64_t seq) {
+    return std::pair(spec.arrival + slack * spec.tokens, seq);
+  };
+  std::vector<std::pair<RequestId, std::pair<TimePoint, std::uint64_t>>> accepted;  // enqueue order
   std::size_t batches = 0;
   bool one_level = true;
   for (const Arrival& a : arrivals) one_level = one_level && a.spec.priority == arrivals.front().spec.priority;
@@ -57,6 +68,7 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
         continue;
       }
       ahead_at_arrival[a.spec.id] = {shadow.size(), batches};
+      accepted.emplace_back(a.spec.id, anchor_key(a.spec, seq));
       shadow[a.spec.id] = {a.spec, seq++};
       if (a.cancel_at) cancels.emplace(*a.cancel_at, a.spec.id);
     }
@@ -79,16 +91,24 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
         outcomes[id].expired++;
         shadow.erase(id);
       }
-      // The anchor: the oldest request of the highest priority level still queued.
+      // The oldest request of the highest priority level still queued (its
+      // arrival starts the max_wait clock) and the anchor (the same, or the
+      // earliest virtual deadline).
+      const std::pair<RequestSpec, std::uint64_t>* oldest = nullptr;
       const std::pair<RequestSpec, std::uint64_t>* anchor = nullptr;
       for (const auto& [id, entry] : shadow) {
-        if (!anchor || entry.first.priority > anchor->first.priority ||
-            (entry.first.priority == anchor->first.priority &&
-             std::tie(entry.first.arrival, entry.second) < std::tie(anchor->first.arrival, anchor->second))) {
+        const bool higher = oldest && entry.first.priority > oldest->first.priority;
+        const bool same = oldest && entry.first.priority == oldest->first.priority;
+        if (!oldest || higher ||
+            (same && std::tie(entry.first.arrival, entry.second) < std::tie(oldest->first.arrival, oldest->second))) {
+          oldest = &entry;
+        }
+        if (!anchor || higher ||
+            (same && anchor_key(entry.first, entry.second) < anchor_key(anchor->first, anchor->second))) {
           anchor = &entry;
         }
       }
-      const bool anchor_due = anchor && now >= anchor->first.arrival + o.max_wait;
+      const bool anchor_due = oldest && now >= oldest->first.arrival + o.max_wait;
       if (d.batch.empty()) {
         RC_ASSERT(!anchor_due);  // no request waits past max_wait while a worker is free
         RC_ASSERT(!anchor || (d.wake_at && *d.wake_at > now));
@@ -102,10 +122,19 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
       BatchShape shape;
       for (RequestId id : d.batch) {
         // fifo and length_aware: dispatched within k+1 batches of arrival, k = the
-        // requests queued ahead of it (one priority level; expiries only help).
+        // requests queued ahead of it plus those enqueued after it with an earlier
+        // virtual deadline (none when the slack is 0). One priority level;
+        // expiries and cancellations only help.
         if (one_level && o.policy != PackingPolicy::kBucketed) {
           const auto [ahead, batches_before] = ahead_at_arrival[id];
-          RC_ASSERT(batches - batches_before <= ahead + 1);
+          std::size_t overtaking = 0;
+          const auto self = std::find_if(accepted.begin(), accepted.end(), [id](const auto& e) { return e.first == id; });
+          RC_ASSERT(self != accepted.end());
+          for (auto later = std::next(self); later != accepted.end(); ++later) {
+            if (later->second < self->second) ++overtaking;
+          }
+          RC_ASSERT(batches - batches_before <= ahead + overtaking + 1);
+          if (slack == Duration::zero()) RC_ASSERT(overtaking == 0u);
         }
         RC_ASSERT(shadow.count(id) == 1);  // queued, not yet dispatched, cancelled or expired
         const RequestSpec& spec = shadow[id].first;
@@ -115,6 +144,9 @@ void RunWorkload(const SchedulerOptions& o, const std::vector<Arrival>& arrivals
         shadow.erase(id);
       }
       RC_ASSERT(d.cost == o.cost_model.Cost(shape));
+      if (o.policy == PackingPolicy::kLengthAware) {
+        RC_ASSERT(shape.padding_efficiency() >= o.length_aware_min_padding_efficiency || d.batch.size() == 1);
+      }
       RC_ASSERT(d.cost <= budget || d.batch.size() == 1);
       busy_until[w] = now + microseconds(1 + d.cost / 16);
     }
@@ -144,6 +176,10 @@ void RandomWorkload(int priorities) {
   o.early_dispatch_fraction = *rc::gen::element(0.5, 0.9, 1.0);
   o.max_queue_size = *rc::gen::element<std::size_t>(0, 8, 64);
   o.length_aware_lookahead = *rc::gen::inRange<std::int64_t>(1, 600);
+  // 0 (the FIFO anchor) or a slack that lets short requests overtake long ones
+  // within the generated arrival gaps (0-800 µs) and lengths (1-5000 tokens).
+  o.anchor_slack_per_token = std::chrono::nanoseconds(*rc::gen::element(0, 0, 100, 1000, 10000, 100000));
+  o.length_aware_min_padding_efficiency = *rc::gen::element(0.0, 0.5, 0.85, 0.95);
   const int workers = *rc::gen::inRange(1, 4);
   const auto budget_percent = *rc::gen::nonEmpty(rc::gen::container<std::vector<int>>(rc::gen::inRange(10, 101)));
   const int n = *rc::gen::inRange(1, 250);

@@ -111,6 +111,33 @@ TEST(BatcherTest, OutOfMemoryBisectsShrinksTheBudgetAndRecovers) {
   EXPECT_EQ(batcher->effective_budget(), 1000);
 }
 
+TEST(BatcherTest, OneRequestThatRunsOutOfMemoryAloneLowersTheBudgetOnce) {
+  RecordingBackend backend;
+  backend.HoldFirstCall();
+  backend.OomAboveTokens(50);
+  BatcherOptions o = SumOptions(1000);
+  o.aimd = {.decrease_factor = 0.5, .additive_increase = 100, .floor = 10};
+  o.scheduler.policy = PackingPolicy::kFifo;  // all eight in one batch, whatever their lengths
+  auto batcher = Make(o, backend);
+  auto first = batcher->Submit(MakeTokens(1), 1);
+  backend.WaitUntilEntered();
+  std::vector<std::future<SumBatcher::Result>> small;
+  for (int i = 0; i < 7; ++i) small.push_back(std::move(batcher->Submit(MakeTokens(5), 5)->result));
+  auto big = batcher->Submit(MakeTokens(60), 60);  // runs out of memory even alone
+  backend.Release();
+  EXPECT_TRUE(first->result.get().ok());
+  for (auto& f : small) EXPECT_TRUE(f.get().ok());
+  EXPECT_EQ(GetErrorKind(big->result.get().status()), ErrorKind::kOutOfMemory);
+  // 95 tokens OOM, then 75, 65 and 60 alone while bisecting: four OOM events...
+  EXPECT_EQ(batcher->metrics().oom_events, 4u);
+  // ...but one decrease, from the dispatched batch's cost (95 -> 47), not four
+  // (which would reach the floor of 10).
+  AimdBudget once(1000, o.aimd);
+  once.OnOutOfMemory(95);
+  EXPECT_EQ(batcher->effective_budget(), once.current());
+  EXPECT_GT(batcher->effective_budget(), 40);
+}
+
 TEST(BatcherTest, ARequestThatRunsOutOfMemoryAloneGetsOutOfMemory) {
   RecordingBackend backend;
   backend.OomAboveTokens(50);

@@ -5,7 +5,8 @@
 // `encoding_format`, `dimensions`; errors as {"error": {"message", "type",
 // "param", "code"}}) and TEI (/embed, /tokenize: `inputs`, `normalize`,
 // `truncate`, `truncation_direction`, `dimensions`; errors as {"error",
-// "error_type"}). Status codes: 400 malformed JSON or wrong types, 413 too many
+// "error_type"}). Both embedding routes take vLLM's `priority` (an integer in
+// [-kMaxPriority, kMaxPriority], lower served first, default 0). Status codes: 400 malformed JSON or wrong types, 413 too many
 // inputs, 422 invalid UTF-8 or unsupported values, plus FromStatus for service
 // errors. Every error message names the field or the cause.
 //
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -31,6 +33,9 @@ struct ApiError {
   int status = 400;
   std::string message;
 };
+
+// Largest |priority| accepted in a request body.
+inline constexpr std::int64_t kMaxPriority = 1'000'000;
 
 struct ApiLimits {
   std::size_t max_client_batch_size = 256;  // more inputs -> 413

@@ -82,6 +82,28 @@ TEST(OpenAiParse, TooManyInputsIs413) {
   EXPECT_THAT(e.message, HasSubstr("holds 3 inputs; at most 2"));
 }
 
+TEST(PriorityParse, VllmConventionLowerServedFirstOnBothRoutes) {
+  // vLLM: lower `priority` is served first; the scheduler's levels run the other way.
+  auto urgent = ParseOpenAiEmbeddings(R"({"input": "a", "priority": -5})", {});
+  ASSERT_TRUE(std::holds_alternative<OpenAiEmbeddingsRequest>(urgent));
+  EXPECT_EQ(std::get<OpenAiEmbeddingsRequest>(urgent).request.priority, 5);
+  auto tei = ParseTeiEmbed(R"({"inputs": "a", "priority": 7})", {});
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(tei));
+  EXPECT_EQ(std::get<EmbedRequest>(tei).priority, -7);
+  auto unset = ParseTeiEmbed(R"({"inputs": "a", "priority": null})", {});
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(unset));
+  EXPECT_EQ(std::get<EmbedRequest>(unset).priority, 0);
+
+  const ApiError type = ErrorOf(ParseOpenAiEmbeddings(R"({"input": "a", "priority": "high"})", {}));
+  EXPECT_EQ(type.status, 400);
+  EXPECT_THAT(type.message, HasSubstr("`priority` must be an integer"));
+  EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": 1.5})", {})).status, 400);
+  const ApiError range = ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": 18446744073709551615})", {}));
+  EXPECT_EQ(range.status, 422);
+  EXPECT_THAT(range.message, HasSubstr("18446744073709551615"));
+  EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": -1000001})", {})).status, 422);
+}
+
 TEST(BodyChecks, InvalidUtf8Is422AndDeepNestingIs400) {
   const std::string bad = "{\"input\": \"ab\xff\"}";
   ApiError e = ErrorOf(ParseOpenAiEmbeddings(bad, {}));

@@ -7,14 +7,12 @@
 #include <mutex>
 #include <utility>
 
-#include <boost/asio/post.hpp>
-#include <boost/asio/thread_pool.hpp>
-
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/runtime/batcher.h"
 #include "server/input_tokens.h"
+#include "server/work_queue.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -24,6 +22,7 @@ namespace {
 struct Item {
   backend::EmbeddingInput input;
   TimePoint queued{};
+  SpecialEnds specials;  // restored in every truncate / split window
 };
 struct ItemOut {
   std::vector<float> values;
@@ -123,19 +122,13 @@ struct EmbeddingService::Impl {
   std::unique_ptr<EmbeddingBackend> backend;
   std::unique_ptr<ServiceBatcher> batcher;
   std::int64_t max_input_tokens = 0;
-  std::unique_ptr<boost::asio::thread_pool> pool;
-  std::mutex stop_mu;
-  bool stopped = false;  // guarded by stop_mu: no more posts to the pool
+  // The tokenizer threads; refuses posts once Shutdown began.
+  std::unique_ptr<WorkQueue> pool;
   std::once_flag shutdown_once;
 
-  // Posts `task` to the pool unless stopped; returns false if stopped.
-  template <typename F>
-  bool Post(F&& task) {
-    std::lock_guard<std::mutex> lock(stop_mu);
-    if (stopped) return false;
-    boost::asio::post(*pool, std::forward<F>(task));
-    return true;
-  }
+  bool Post(WorkQueue::Task task) { return pool->Post(std::move(task), /*wake=*/defer_depth == 0); }
+  // > 0 while a DeferWakeups lives on this thread.
+  static thread_local int defer_depth;
 
   void RunEmbed(const std::shared_ptr<Pending>& p, EmbedRequest& request);
 };
@@ -154,19 +147,25 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
                           .direction = request.truncation_direction};
   std::vector<Item> items(n);
   for (std::size_t i = 0; i < n; ++i) {
-    absl::StatusOr<std::vector<std::int32_t>> ids = InputToIds(*tokenizer, request.inputs[i], limits);
+    absl::StatusOr<InputTokens> ids = InputToTokens(*tokenizer, request.inputs[i], limits);
     if (!ids.ok()) {
       p->done(Prefixed(ids.status(), absl::StrCat("input[", i, "]: ")));
       return;
     }
-    p->result.tokens += static_cast<std::int64_t>(ids->size());
+    p->result.tokens += static_cast<std::int64_t>(ids->ids.size());
     if (!request.inputs[i].is_ids) p->result.characters += static_cast<std::int64_t>(request.inputs[i].text.size());
-    items[i].input.input_ids = *std::move(ids);
+    items[i].input.input_ids = std::move(ids->ids);
+    items[i].specials = ids->specials;
     items[i].input.normalize = request.normalize;
     items[i].input.dimensions = request.dimensions;
   }
   p->result.tokenize_us = MicrosBetween(t0, SteadyClock::now());
 
+  if (request.deadline.has_value() && SteadyClock::now() >= *request.deadline) {
+    p->done(DeadlineExceededError("the request's deadline passed before its inputs were queued"));
+    return;
+  }
+  const SubmitOptions submit{.priority = request.priority, .deadline = request.deadline};
   std::size_t submitted = 0;
   absl::Status refused;
   for (std::size_t i = 0; i < n; ++i) {
@@ -175,7 +174,7 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
     const auto tokens = static_cast<std::int64_t>(items[i].input.input_ids.size());
     items[i].queued = SteadyClock::now();
     absl::StatusOr<RequestId> id = batcher->Submit(
-        std::move(items[i]), tokens, SubmitOptions{}, [p, i](absl::StatusOr<ItemOut> r) {
+        std::move(items[i]), tokens, submit, [p, i](absl::StatusOr<ItemOut> r) {
           if (r.ok()) {
             std::lock_guard<std::mutex> lock(p->mu);
             p->outs[i] = *std::move(r);
@@ -194,6 +193,12 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   if (!refused.ok()) p->Fail(std::move(refused));
   p->Release(n - submitted + 1);  // the unsubmitted inputs and this function's hold
 }
+
+thread_local int EmbeddingService::Impl::defer_depth = 0;
+
+EmbeddingService::DeferWakeups::DeferWakeups() { ++Impl::defer_depth; }
+EmbeddingService::DeferWakeups::~DeferWakeups() { --Impl::defer_depth; }
+void EmbeddingService::WakeTokenizers() { impl_->pool->Wake(); }
 
 EmbeddingService::EmbeddingService(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 EmbeddingService::~EmbeddingService() { Shutdown(impl_->options.batcher.shutdown_on_destroy); }
@@ -237,18 +242,18 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
       ServiceBatcher::Hooks{
           .slice = [](const Item& in, TokenWindow w) -> absl::StatusOr<Item> {
             Item out;
-            const auto& ids = in.input.input_ids;
-            out.input.input_ids.assign(ids.begin() + w.begin, ids.begin() + w.end);
+            out.input.input_ids = WindowIds(in.input.input_ids, w, in.specials);
             out.input.normalize = in.input.normalize;
             out.input.dimensions = in.input.dimensions;
             out.queued = in.queued;
+            out.specials = in.specials;
             return out;
           },
           .merge = MergeWindows});
   if (!batcher.ok()) return batcher.status();
   impl->max_input_tokens = EffectiveMaxInputTokens(options.batcher.scheduler);
   impl->batcher = *std::move(batcher);
-  impl->pool = std::make_unique<boost::asio::thread_pool>(options.tokenizer_threads);
+  impl->pool = std::make_unique<WorkQueue>(options.tokenizer_threads);
   impl->options = std::move(options);
   impl->tokenizer = std::move(tokenizer);
   impl->backend = std::move(backend);
@@ -298,11 +303,7 @@ void EmbeddingService::Tokenize(std::vector<std::string> texts, bool add_special
 
 void EmbeddingService::Shutdown(ShutdownMode mode) {
   std::call_once(impl_->shutdown_once, [&] {
-    {
-      std::lock_guard<std::mutex> lock(impl_->stop_mu);
-      impl_->stopped = true;
-    }
-    impl_->pool->join();  // every request already received is tokenised and submitted
+    impl_->pool->Join();  // every request already received is tokenised and submitted
     impl_->batcher->Shutdown(mode);
   });
 }

@@ -26,6 +26,7 @@
 #include "server/api.h"
 #include "server/router.h"
 #include "tokenbatch/core/errors.h"
+#include "tokenbatch/runtime/mutex.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -35,17 +36,77 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+class Session;
+
+// Replies produced off the I/O threads (by tokenizer and Batcher workers), handed
+// back in bulk: the first reply queued posts one drain handler to the io_context,
+// later ones ride along until it runs. One post (and at most one wake-up of an
+// I/O thread) per burst instead of one per reply; perf showed the per-reply
+// posts and their wake-ups as the largest cost of the server under load.
+class ReplyQueue {
+ public:
+  struct Entry {
+    std::shared_ptr<Session> session;
+    std::uint64_t generation;
+    HttpReply reply;
+  };
+  explicit ReplyQueue(net::io_context* ioc) : ioc_(ioc) {}
+
+  void Push(Entry entry);
+  // Drops queued entries (after the I/O threads stopped: their sessions hold
+  // sockets of the io_context, which must outlive them).
+  void Clear() {
+    std::vector<Entry> dropped;
+    MutexLock lock(&mu_);
+    closed_ = true;
+    dropped.swap(entries_);
+  }
+
+ private:
+  void Drain();
+
+  net::io_context* const ioc_;
+  Mutex mu_;
+  std::vector<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  bool drain_posted_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // after Clear: Push drops its entry
+};
+
 // What every session shares; owned by HttpServer::Impl, outlives the sessions.
 struct Shared {
-  Shared(const ServerOptions& o, EmbeddingService* service) : options(o), router(o, service) {}
+  Shared(const ServerOptions& o, EmbeddingService* service, net::io_context* ioc)
+      : ioc_(ioc), options(o), router(o, service), service(service), replies(ioc) {}
+  // Requests routed by I/O handlers queue their tokenisation without a wake-up;
+  // one handler queued behind the handlers ready now (the rest of this burst of
+  // socket events) wakes the tokenizer threads once for all of them.
+  void ScheduleTokenizerWake() {
+    if (wake_posted.exchange(true)) return;  // the pending handler will see this request's work
+    net::post(*ioc_, [this] {
+      wake_posted.store(false);  // before waking: work queued after this store schedules a new wake
+      service->WakeTokenizers();
+    });
+  }
+  net::io_context* const ioc_;
   const ServerOptions options;
   Router router;
   std::atomic<std::int64_t> sessions{0};
   std::atomic<std::uint64_t> next_request_id{1};
+  EmbeddingService* service = nullptr;
+  // A handler that wakes the tokenizer threads is queued on the io_context (see
+  // Session::OnRead).
+  std::atomic<bool> wake_posted{false};
+  ReplyQueue replies;  // declared last: destroyed first, while `sessions` lives
 };
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
+  // On this connection's strand: writes `reply` if it answers the pending request.
+  void DeliverReply(std::uint64_t gen, HttpReply reply) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
+      self->OnReply(gen, std::move(reply));
+    });
+  }
+
   Session(tcp::socket&& socket, Shared* shared) : stream_(std::move(socket)), shared_(shared) {
     shared_->sessions.fetch_add(1);
   }
@@ -108,7 +169,9 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest request{.method = std::string(req.method_string()),
                         .target = std::string(req.target()),
                         .authorization = std::string(req[http::field::authorization]),
-                        .body = std::move(req.body())};
+                        .body = std::move(req.body()),
+                        .request_id = {},
+                        .timeout_ms = std::string(req["x-request-timeout-ms"])};
     const auto client_id = req["x-request-id"];
     request.request_id = !client_id.empty() && client_id.size() <= 64
                              ? std::string(client_id)
@@ -117,11 +180,14 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_never();  // inference may take long; the disconnect watch covers clients
     pending_ = true;
     const std::uint64_t gen = ++generation_;
-    cancel_ = shared_->router.Handle(std::move(request), [self = shared_from_this(), gen](HttpReply reply) {
-      // From any thread: back to this connection's strand.
-      net::post(self->stream_.get_executor(),
-                [self, gen, reply = std::move(reply)]() mutable { self->OnReply(gen, std::move(reply)); });
-    });
+    {
+      EmbeddingService::DeferWakeups defer;  // woken by ScheduleTokenizerWake below
+      cancel_ = shared_->router.Handle(std::move(request), [self = shared_from_this(), gen](HttpReply reply) {
+        // From any thread: queued, then delivered on this connection's strand.
+        self->shared_->replies.Push({self, gen, std::move(reply)});
+      });
+    }
+    shared_->ScheduleTokenizerWake();
     if (pending_ && cancel_) WatchDisconnect(gen);
   }
 
@@ -223,11 +289,33 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<char> discard_;
 };
 
+void ReplyQueue::Push(Entry entry) {
+  bool post = false;
+  {
+    MutexLock lock(&mu_);
+    if (closed_) return;  // `entry` is dropped after the lock is released
+    entries_.push_back(std::move(entry));
+    post = !drain_posted_;
+    drain_posted_ = true;
+  }
+  if (post) net::post(*ioc_, [this] { Drain(); });
+}
+
+void ReplyQueue::Drain() {
+  std::vector<Entry> batch;
+  {
+    MutexLock lock(&mu_);
+    batch.swap(entries_);
+    drain_posted_ = false;
+  }
+  for (Entry& e : batch) e.session->DeliverReply(e.generation, std::move(e.reply));
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
   Impl(const ServerOptions& options, EmbeddingService* service)
-      : shared(options, service), service(service), acceptor(net::make_strand(ioc)) {}
+      : shared(options, service, &ioc), service(service), acceptor(net::make_strand(ioc)) {}
 
   void DoAccept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
@@ -243,6 +331,9 @@ struct HttpServer::Impl {
     });
   }
 
+  // `shared` is destroyed after `ioc`: the sessions that the io_context's pending
+  // handlers hold, destroyed with it, touch `shared`. Its reply queue only keeps
+  // the io_context's address until then.
   Shared shared;
   EmbeddingService* const service;
   net::io_context ioc;
@@ -310,6 +401,7 @@ void HttpServer::Stop() {
     }
     s.ioc.stop();
     for (std::thread& t : s.threads) t.join();
+    s.shared.replies.Clear();
     spdlog::info("stopped");
   });
 }

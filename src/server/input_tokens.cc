@@ -1,6 +1,9 @@
 // Client input -> backend ids (see input_tokens.h).
 #include "server/input_tokens.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
@@ -30,8 +33,8 @@ std::vector<std::int32_t> TruncateIds(const std::vector<std::int32_t>& ids, cons
   return out;
 }
 
-absl::StatusOr<std::vector<std::int32_t>> InputToIds(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
-                                                     const InputTokenLimits& limits) {
+absl::StatusOr<InputTokens> InputToTokens(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
+                                          const InputTokenLimits& limits) {
   std::vector<std::int32_t> ids;
   std::vector<std::uint8_t> special;
   if (input.is_ids) {
@@ -63,7 +66,34 @@ absl::StatusOr<std::vector<std::int32_t>> InputToIds(const tokenizer::Tokenizer&
     special = std::move(enc->special);
   }
   if (ids.empty()) return InvalidArgumentError("the input has no tokens");
-  return TruncateIds(ids, special, limits.truncate_to, limits.direction);
+  InputTokens out;
+  // Leading and trailing runs of special tokens; truncation keeps every special
+  // token, so the runs survive it.
+  const std::size_t n = ids.size();
+  auto is_special = [&](std::size_t i) { return i < special.size() && special[i] != 0; };
+  std::size_t prefix = 0, suffix = 0;
+  while (prefix < n && is_special(prefix)) ++prefix;
+  while (suffix < n - prefix && is_special(n - 1 - suffix)) ++suffix;
+  out.specials = {.prefix = static_cast<std::int64_t>(prefix), .suffix = static_cast<std::int64_t>(suffix)};
+  out.ids = TruncateIds(ids, special, limits.truncate_to, limits.direction);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::int32_t>> InputToIds(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
+                                                     const InputTokenLimits& limits) {
+  absl::StatusOr<InputTokens> tokens = InputToTokens(tokenizer, input, limits);
+  if (!tokens.ok()) return tokens.status();
+  return std::move(tokens->ids);
+}
+
+std::vector<std::int32_t> WindowIds(const std::vector<std::int32_t>& ids, TokenWindow window, SpecialEnds specials) {
+  const auto n = static_cast<std::int64_t>(ids.size());
+  std::vector<std::int32_t> out(ids.begin() + window.begin, ids.begin() + window.end);
+  const auto size = static_cast<std::int64_t>(out.size());
+  if (size <= specials.prefix + specials.suffix) return out;
+  if (window.begin > 0) std::copy(ids.begin(), ids.begin() + specials.prefix, out.begin());
+  if (window.end < n) std::copy(ids.end() - specials.suffix, ids.end(), out.end() - specials.suffix);
+  return out;
 }
 
 }  // namespace tokenbatch::server

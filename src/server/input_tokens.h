@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tokenbatch/core/request.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
@@ -22,6 +23,23 @@ struct InputTokenLimits {
   TruncationDirection direction = TruncationDirection::kRight;
 };
 
+// How many special tokens the tokenizer put at the start and at the end of an
+// input (e.g. BERT's [CLS] and [SEP]: 1 and 1; 0 and 0 for token-id inputs, used
+// as given, and for tokenizers that add none).
+struct SpecialEnds {
+  std::int64_t prefix = 0;
+  std::int64_t suffix = 0;
+};
+
+struct InputTokens {
+  std::vector<std::int32_t> ids;
+  SpecialEnds specials;
+};
+
+// The ids of `input`, and its special ends. Errors: as InputToIds.
+[[nodiscard]] absl::StatusOr<InputTokens> InputToTokens(const tokenizer::Tokenizer& tokenizer,
+                                                        const EmbedInput& input, const InputTokenLimits& limits);
+
 // The ids of `input`. Errors: InvalidArgument for invalid UTF-8 (from the
 // tokenizer, naming the byte offset), an input with no tokens, or an id out of
 // range (naming it and the range).
@@ -35,5 +53,18 @@ struct InputTokenLimits {
 [[nodiscard]] std::vector<std::int32_t> TruncateIds(const std::vector<std::int32_t>& ids,
                                                     const std::vector<std::uint8_t>& special,
                                                     std::int64_t max_tokens, TruncationDirection direction);
+
+// The ids of one window [window.begin, window.end) of `ids` (the truncate and
+// split oversize policies), with the input's special ends restored: a window
+// that starts inside the input gets the prefix over its first tokens, one that
+// ends inside it the suffix over its last, so every window reads like a whole
+// input to the model ([CLS] ... [SEP]). The window keeps its size (the
+// scheduler has already counted its tokens); the content tokens overwritten at
+// an inner edge are covered by the neighbouring window when the windows overlap
+// by at least the special ends (split_overlap_tokens, 32 by default). Windows
+// not longer than prefix + suffix are returned as they are.
+// Requires 0 <= window.begin < window.end <= ids.size().
+[[nodiscard]] std::vector<std::int32_t> WindowIds(const std::vector<std::int32_t>& ids, TokenWindow window,
+                                                  SpecialEnds specials);
 
 }  // namespace tokenbatch::server

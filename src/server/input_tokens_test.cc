@@ -65,3 +65,45 @@ TEST_F(InputToIdsTest, InvalidUtf8AndEmptyAreInvalidArgument) {
 
 }  // namespace
 }  // namespace tokenbatch::server
+
+namespace tokenbatch::server {
+namespace {
+
+TEST(WindowIds, InnerEdgesGetTheSpecialEnds) {
+  // [CLS]=101 1..8 [SEP]=102; windows of 4 with an overlap of 1, as split forms them.
+  const std::vector<std::int32_t> ids = {101, 1, 2, 3, 4, 5, 6, 7, 8, 102};
+  const SpecialEnds bert{.prefix = 1, .suffix = 1};
+  EXPECT_THAT(WindowIds(ids, {0, 4}, bert), ElementsAre(101, 1, 2, 102));    // first: [SEP] over 3
+  EXPECT_THAT(WindowIds(ids, {3, 7}, bert), ElementsAre(101, 4, 5, 102));    // middle: both ends
+  EXPECT_THAT(WindowIds(ids, {6, 10}, bert), ElementsAre(101, 7, 8, 102));   // last: [CLS] over 6
+  EXPECT_THAT(WindowIds(ids, {0, 10}, bert), ElementsAre(101, 1, 2, 3, 4, 5, 6, 7, 8, 102));  // whole input
+  // No special ends (token-id inputs): the plain slice.
+  EXPECT_THAT(WindowIds(ids, {3, 7}, {}), ElementsAre(3, 4, 5, 6));
+  // A window too short to hold both ends stays as it is.
+  EXPECT_THAT(WindowIds(ids, {4, 6}, bert), ElementsAre(4, 5));
+}
+
+TEST(InputToTokens, CountsTheTokenizersSpecialEnds) {
+  // bert-base-uncased adds [CLS] ... [SEP]; Qwen3 adds nothing; ids have none.
+  auto bert = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/bert/tokenizer.json");
+  ASSERT_TRUE(bert.ok()) << bert.status() << " (run scripts/setup.sh)";
+  auto with = InputToTokens(**bert, EmbedInput{.text = "hello world"}, {});
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->specials.prefix, 1);
+  EXPECT_EQ(with->specials.suffix, 1);
+  EXPECT_EQ(with->ids.front(), 101);  // [CLS]
+  EXPECT_EQ(with->ids.back(), 102);   // [SEP]
+  auto qwen = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/qwen3/tokenizer.json");
+  ASSERT_TRUE(qwen.ok());
+  auto without = InputToTokens(**qwen, EmbedInput{.text = "hello world"}, {});
+  ASSERT_TRUE(without.ok());
+  EXPECT_EQ(without->specials.prefix, 0);
+  EXPECT_EQ(without->specials.suffix, 0);
+  auto ids = InputToTokens(**qwen, EmbedInput{.is_ids = true, .ids = {101, 5, 102}}, {});
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(ids->specials.prefix, 0);
+  EXPECT_EQ(ids->specials.suffix, 0);
+}
+
+}  // namespace
+}  // namespace tokenbatch::server

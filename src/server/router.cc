@@ -4,10 +4,13 @@
 #include <cctype>
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
 #include "server/metrics_text.h"
@@ -29,15 +32,39 @@ bool BearerMatches(std::string_view authorization, std::string_view key) {
 
 using Clock = std::chrono::steady_clock;
 
+// An error answer. 429 (overloaded: a full queue or too many concurrent
+// requests) carries Retry-After (RFC 9110 section 10.2.3) in seconds: queues
+// here drain in milliseconds, so 1 s, the smallest value the header holds.
 HttpReply ErrorReply(ApiFlavor flavor, const ApiError& error) {
-  return HttpReply{.status = error.status, .body = ErrorBody(flavor, error)};
+  HttpReply reply{.status = error.status, .body = ErrorBody(flavor, error)};
+  if (error.status == 429) reply.headers.emplace_back("Retry-After", "1");
+  return reply;
+}
+
+// The X-Request-Timeout-Ms header: a whole number of milliseconds in
+// [1, kMaxTimeoutMs]; empty = no deadline.
+constexpr std::int64_t kMaxTimeoutMs = 24LL * 3600 * 1000;
+std::variant<std::optional<Clock::time_point>, ApiError> ParseTimeout(const std::string& header,
+                                                                      Clock::time_point start) {
+  if (header.empty()) return std::optional<Clock::time_point>();
+  std::int64_t ms = 0;
+  if (!absl::SimpleAtoi(header, &ms) || ms < 1 || ms > kMaxTimeoutMs) {
+    return ApiError{400, absl::StrCat("X-Request-Timeout-Ms must be a whole number of milliseconds in [1, ",
+                                      kMaxTimeoutMs, "], got \"", header.substr(0, 32), "\"")};
+  }
+  return std::optional<Clock::time_point>(start + std::chrono::milliseconds(ms));
 }
 
 std::string Millis(double us) { return absl::StrCat(static_cast<std::int64_t>(us / 1000.0)); }
 
 }  // namespace
 
-Router::Router(const ServerOptions& options, EmbeddingService* service) : options_(options), service_(service) {}
+Router::Router(const ServerOptions& options, EmbeddingService* service)
+    : options_(options),
+      service_(service),
+      created_unix_s_(std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count()) {}
 
 void Router::CountReply(const std::string& route, int status) {
   MutexLock lock(&mu_);
@@ -47,8 +74,8 @@ void Router::CountReply(const std::string& route, int status) {
 std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   const Clock::time_point start = Clock::now();
   std::string path = request.target.substr(0, request.target.find('?'));
-  const bool known = path == "/v1/embeddings" || path == "/embed" || path == "/tokenize" || path == "/health" ||
-                     path == "/info" || path == "/metrics";
+  const bool is_get = path == "/health" || path == "/info" || path == "/metrics" || path == "/v1/models";
+  const bool known = is_get || path == "/v1/embeddings" || path == "/embed" || path == "/tokenize";
   const std::string route = known ? path : "other";
   in_flight_.fetch_add(1);
   // Every answer goes through here: count, log, tag with the request id.
@@ -67,15 +94,17 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     in_flight_.fetch_sub(1);
     (*shared_respond)(std::move(r));
   };
-  const ApiFlavor flavor = path == "/v1/embeddings" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
+  const ApiFlavor flavor =
+      path == "/v1/embeddings" || path == "/v1/models" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   if (!known) {
     reply(ErrorReply(flavor, ApiError{404, absl::StrCat("no route for ", request.target)}));
     return {};
   }
-  const bool is_get = path == "/health" || path == "/info" || path == "/metrics";
   if (request.method != (is_get ? "GET" : "POST")) {
-    reply(ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", is_get ? "GET" : "POST", ", not ",
-                                                         request.method)}));
+    HttpReply r = ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", is_get ? "GET" : "POST",
+                                                                ", not ", request.method)});
+    r.headers.emplace_back("Allow", is_get ? "GET" : "POST");  // required with 405 (RFC 9110 section 15.5.6)
+    reply(std::move(r));
     return {};
   }
   if (path == "/health") {
@@ -94,6 +123,10 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   }
   if (path == "/info") {
     reply(Info());
+    return {};
+  }
+  if (path == "/v1/models") {
+    reply(Models());
     return {};
   }
   if (path == "/metrics") {
@@ -140,6 +173,9 @@ void Router::Embed(HttpRequest request, Respond reply, bool openai, std::functio
     embed = std::get<EmbedRequest>(std::move(parsed));
   }
   const Clock::time_point start = Clock::now();
+  auto deadline = ParseTimeout(request.timeout_ms, start);
+  if (auto* e = std::get_if<ApiError>(&deadline)) return reply(ErrorReply(flavor, *e));
+  embed.deadline = std::get<std::optional<Clock::time_point>>(deadline);
   *cancel = service_->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
@@ -179,7 +215,10 @@ HttpReply Router::Info() const {
       {"model_type", {{"embedding", {{"hidden_size", b.hidden_size()}}}}},
       {"backend", b.name()},
       {"normalize", b.default_normalize()},
+      {"model_dtype", "float32"},
       {"max_input_length", service_->max_input_tokens()},
+      {"max_batch_tokens", s.max_batch_tokens},
+      {"max_batch_requests", s.max_batch_size},
       {"max_client_batch_size", options_.max_client_batch_size},
       {"max_concurrent_requests", options_.max_concurrent_requests},
       {"auto_truncate", service_->options().auto_truncate},
@@ -197,6 +236,17 @@ HttpReply Router::Info() const {
         {"workers", service_->options().batcher.num_workers}}},
       {"version", "0.1.0"}};
   return HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+HttpReply Router::Models() const {
+  // OpenAI's model list: the one served model, `created` in Unix seconds.
+  const nlohmann::json models = {
+      {"object", "list"},
+      {"data", nlohmann::json::array({{{"id", options_.model_name},
+                                       {"object", "model"},
+                                       {"created", created_unix_s_},
+                                       {"owned_by", "tokenbatch"}}})}};
+  return HttpReply{.status = 200, .body = models.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 
 std::string Router::MetricsText() const {

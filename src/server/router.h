@@ -5,8 +5,11 @@
 // the body (api.h), calls the EmbeddingService, and answers through `respond`,
 // exactly once, possibly later and on another thread. Routes:
 //   POST /v1/embeddings (OpenAI)   POST /embed (TEI)   POST /tokenize (TEI)
-//   GET /health   GET /info   GET /metrics (Prometheus text)
-// Unknown paths get 404, a known path with another method 405.
+//   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
+// Unknown paths get 404, a known path with another method 405 with an Allow
+// header; 429 answers carry Retry-After. The embedding routes take vLLM's
+// `priority` body field and an X-Request-Timeout-Ms header: inputs not computed
+// by then get 504 (DeadlineExceeded), like a gateway whose upstream timed out.
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
@@ -31,6 +34,9 @@ struct HttpRequest {
   std::string authorization;  // the Authorization header, or empty
   std::string body;
   std::string request_id;     // for logs and the x-request-id header
+  // The X-Request-Timeout-Ms header, or empty: the request's inputs must be
+  // computed within this many milliseconds of arrival, else 504.
+  std::string timeout_ms;
 };
 
 struct HttpReply {
@@ -68,9 +74,11 @@ class Router {
   void Embed(HttpRequest request, Respond respond, bool openai, std::function<void()>* cancel);
   void Tokenize(HttpRequest request, Respond respond);
   HttpReply Info() const;
+  HttpReply Models() const;
 
   const ServerOptions options_;
   EmbeddingService* const service_;
+  const std::int64_t created_unix_s_;  // when the server started: /v1/models `created`
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::int64_t> in_flight_{0};
   mutable Mutex mu_;

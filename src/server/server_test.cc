@@ -55,6 +55,14 @@ TEST_F(ServerTest, HealthInfoMetrics) {
   EXPECT_EQ(i["scheduler"]["max_batch_tokens"], 4096);
   EXPECT_EQ(i["scheduler"]["cost_model"], "padded");
   EXPECT_EQ(i["max_input_length"], 4096);
+  // TEI's /info field names beside our scheduler block.
+  EXPECT_EQ(i["model_id"], "tokenbatch");
+  EXPECT_EQ(i["max_batch_tokens"], 4096);
+  EXPECT_EQ(i["max_batch_requests"], i["scheduler"]["max_batch_requests"]);
+  EXPECT_EQ(i["max_client_batch_size"], 256);
+  EXPECT_EQ(i["max_concurrent_requests"], 512);
+  EXPECT_EQ(i["tokenization_workers"], 2);
+  EXPECT_TRUE(i["version"].is_string());
   ASSERT_TRUE(Post("/embed", {{"inputs", "warm up"}}));
   auto m = Call(port(), "GET", "/metrics");
   ASSERT_TRUE(m);
@@ -157,7 +165,25 @@ TEST_F(ServerTest, UnknownRouteAndWrongMethod) {
   auto wm = Call(port(), "GET", "/v1/embeddings");
   ASSERT_TRUE(wm);
   EXPECT_EQ(wm->status, 405);
+  EXPECT_EQ(wm->header("allow"), "POST");
   EXPECT_THAT(json::parse(wm->body)["error"]["message"].get<std::string>(), HasSubstr("accepts POST"));
+  auto wg = Call(port(), "POST", "/info", "{}");
+  ASSERT_TRUE(wg);
+  EXPECT_EQ(wg->status, 405);
+  EXPECT_EQ(wg->header("allow"), "GET");
+}
+
+TEST_F(ServerTest, ModelsListsTheServedModelInOpenAiShape) {
+  auto r = Call(port(), "GET", "/v1/models");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json b = json::parse(r->body);
+  EXPECT_EQ(b["object"], "list");
+  ASSERT_EQ(b["data"].size(), 1u);
+  EXPECT_EQ(b["data"][0]["id"], "tokenbatch");
+  EXPECT_EQ(b["data"][0]["object"], "model");
+  EXPECT_GT(b["data"][0]["created"].get<std::int64_t>(), 1'600'000'000);  // a Unix time in seconds
+  EXPECT_EQ(b["data"][0]["owned_by"], "tokenbatch");
 }
 
 TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
@@ -272,6 +298,7 @@ TEST(ServerLimits, QueueFullIs429) {
   auto r = Call(s.port, "POST", "/embed", json{{"inputs", {"a", "b", "c"}}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->header("retry-after"), "1");
   EXPECT_EQ(json::parse(r->body)["error_type"], "Overloaded");
   auto f = first.Read();
   ASSERT_TRUE(f);
@@ -288,6 +315,7 @@ TEST(ServerLimits, TooManyConcurrentRequestsIs429) {
   auto r = Call(s.port, "POST", "/v1/embeddings", json{{"input", "x"}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->header("retry-after"), "1");
   EXPECT_THAT(json::parse(r->body)["error"]["message"].get<std::string>(), HasSubstr("max_concurrent_requests"));
   auto f = first.Read();
   ASSERT_TRUE(f);

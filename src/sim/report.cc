@@ -57,6 +57,22 @@ std::string MarkdownTable(const std::vector<PolicyResult>& results) {
   return out;
 }
 
+std::string ShortAloneTable(const std::vector<PolicyResult>& results) {
+  std::string out;
+  for (const PolicyResult& r : results) {
+    if (!r.latency_short_alone) continue;
+    if (out.empty()) {
+      out = "| policy | short p50/p95/p99 ms, mixed | short p50/p95/p99 ms, alone | p99 mixed / alone |\n"
+            "|---|---:|---:|---:|\n";
+    }
+    const auto& m = r.latency_short;
+    const auto& a = *r.latency_short_alone;
+    out += fmt::format("| {} | {:.1f} / {:.1f} / {:.1f} | {:.1f} / {:.1f} / {:.1f} | {} |\n", r.policy, m.p50, m.p95,
+                       m.p99, a.p50, a.p95, a.p99, a.p99 > 0 ? fmt::format("{:.2f}", m.p99 / a.p99) : "-");
+  }
+  return out;
+}
+
 std::string ResultsJson(const std::vector<PolicyResult>& results) {
   nlohmann::json array = nlohmann::json::array();
   for (const PolicyResult& r : results) {
@@ -76,6 +92,7 @@ std::string ResultsJson(const std::vector<PolicyResult>& results) {
                      {"requests_rejected", r.requests_rejected},
                      {"peak_memory_bytes", r.peak_memory_bytes},
                      {"makespan_s", Round3(r.makespan_s)}});
+    if (r.latency_short_alone) array.back()["latency_ms"]["short_alone"] = LatencyJson(*r.latency_short_alone);
   }
   return array.dump(2) + "\n";
 }

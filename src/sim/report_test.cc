@@ -52,6 +52,20 @@ TEST(Report, JsonHasTheIssueFields) {
   EXPECT_TRUE(o["latency_ms"]["long"].contains("p99"));
 }
 
+TEST(Report, ShortAloneTableComparesTheP99) {
+  EXPECT_EQ(ShortAloneTable({Sample("a", 1)}), "");  // nobody ran the comparison
+  PolicyResult with = Sample("b", 1);
+  with.latency_short_alone = LatencySummary{.p50 = 0.5, .p95 = 1, .p99 = 1.5, .count = 2};
+  const std::string table = ShortAloneTable({Sample("a", 1), with});
+  EXPECT_EQ(table,
+            "| policy | short p50/p95/p99 ms, mixed | short p50/p95/p99 ms, alone | p99 mixed / alone |\n"
+            "|---|---:|---:|---:|\n"
+            "| b | 1.2 / 2.0 / 3.0 | 0.5 / 1.0 / 1.5 | 2.00 |\n");
+  auto j = nlohmann::json::parse(ResultsJson({Sample("a", 1), with}));
+  EXPECT_FALSE(j[0]["latency_ms"].contains("short_alone"));
+  EXPECT_DOUBLE_EQ(j[1]["latency_ms"]["short_alone"]["p99"].get<double>(), 1.5);
+}
+
 TEST(Report, WritesPlotDataAndScripts) {
   const std::string dir = ::testing::TempDir() + "/sim_plots";
   ASSERT_TRUE(WritePlots(dir, {Sample("a", 1), Sample("b", 2)}, "padded tokens", /*run_gnuplot=*/false).ok());

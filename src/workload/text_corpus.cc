@@ -5,8 +5,10 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
+#include "tokenbatch/workload/man_page.h"
 
 namespace tokenbatch::workload {
 namespace {
@@ -85,7 +87,7 @@ absl::StatusOr<std::vector<std::string>> LoadFortunes(const std::vector<std::str
 absl::StatusOr<std::vector<std::string>> LoadPassages(const std::vector<std::string>& paths, std::size_t chars) {
   std::vector<std::string> passages;
   for (const std::string& path : paths) {
-    absl::StatusOr<std::string> text = ReadFile(path);
+    absl::StatusOr<std::string> text = absl::EndsWith(path, ".gz") ? ReadManPageText(path) : ReadFile(path);
     if (!text.ok()) return text.status();
     const std::string flat = CollapseWhitespace(*text);
     std::size_t start = 0;
@@ -128,8 +130,12 @@ std::vector<std::string> DefaultShortTextFiles() {
 }
 
 std::vector<std::string> DefaultLongTextFiles() {
-  const std::string dir = "/usr/share/common-licenses/";
-  return {dir + "GPL-3", dir + "Apache-2.0", dir + "LGPL-3", dir + "MPL-2.0", dir + "GFDL-1.3"};
+  const std::string licences = "/usr/share/common-licenses/";
+  // Chinese technical text, as the seed's passages: pages of Debian's manpages-zh.
+  const std::string zh = "/usr/share/man/zh_CN/";
+  return {licences + "GPL-3",        licences + "Apache-2.0",   licences + "LGPL-3",
+          licences + "MPL-2.0",      licences + "GFDL-1.3",     zh + "man1/bash.1.gz",
+          zh + "man1/systemctl.1.gz", zh + "man8/tcpdump.8.gz", zh + "man5/proc.5.gz"};
 }
 
 }  // namespace tokenbatch::workload

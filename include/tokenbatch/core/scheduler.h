@@ -10,18 +10,21 @@
 // Decision rule (Next):
 //   1. Requests whose deadline is < now leave the queue and are returned in
 //      `expired` (resolve them with DeadlineExceeded; never dispatch them).
-//   2. The anchor is the oldest request of the highest non-empty priority level.
-//      The packing policy (SchedulerOptions::policy) forms a batch around it
-//      within the budget and max_batch_size. The anchor is always included, even
+//   2. The anchor is the oldest request of the highest non-empty priority level
+//      (kLengthAware with anchor_slack_per_token > 0: the one with the earliest
+//      virtual deadline, arrival + slack × tokens; the max_wait clock in 3 and 4
+//      still counts from the oldest). The packing policy
+//      (SchedulerOptions::policy) forms a batch around it within the budget and
+//      max_batch_size. The anchor is always included, even
 //      when an AIMD-shrunk budget is below its own cost (it was admitted against
 //      max_batch_tokens and must not starve).
 //   3. The batch is dispatched if it is ready: the policy stopped because the next
 //      candidate did not fit (budget) or max_batch_size was reached; or cost >=
-//      early_dispatch_fraction × budget; or the anchor has waited >= max_wait; or
+//      early_dispatch_fraction × budget; or the oldest has waited >= max_wait; or
 //      the driver is draining. (kBucketed may instead dispatch another bucket's
 //      ready batch while the anchor's bucket waits for company.)
 //   4. Otherwise nothing is dispatched and `wake_at` says when to ask again:
-//      anchor arrival + max_wait, or an earlier deadline.
+//      the oldest request's arrival + max_wait, or an earlier deadline.
 //
 //   Example (seed note, fifo, sum cost, budget 4096): A 30, B 1800, C 300, D 1200,
 //   E 1500 arrive together -> [A B C D] (cost 3330; E would make 4830 > 4096),
@@ -39,6 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tokenbatch/core/arrival_wake_rule.h"
 #include "tokenbatch/core/cost_model.h"
 #include "tokenbatch/core/request.h"
 #include "tokenbatch/core/scheduler_options.h"
@@ -109,6 +113,12 @@ class Scheduler {
 
   // The decision at `now`; see the overview. O(batch · log n) plus expiries.
   [[nodiscard]] Decision Next(TimePoint now, const DecisionContext& context);
+
+  // A snapshot of the queue for a driver that buffers arrivals while its workers
+  // sleep (see arrival_wake_rule.h): the rule tells, arrival by arrival, when
+  // Enqueue would have said wake_worker. Valid until the next Enqueue, Remove or
+  // Next; refers to this Scheduler's cost model. O(1).
+  [[nodiscard]] ArrivalWakeRule WakeRuleForArrivals() const;
 
   [[nodiscard]] std::size_t queued_requests() const;
   [[nodiscard]] std::int64_t queued_tokens() const;

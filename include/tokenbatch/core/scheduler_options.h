@@ -6,6 +6,7 @@
 // invalid options. Plain value type: copy freely, no thread-safety concerns.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -35,8 +36,13 @@ enum class PackingPolicy {
   kBucketed,
   // The default: the anchor plus the queued requests of its level whose lengths
   // are closest to the anchor's, nearest first, while the cost fits. Similar
-  // lengths keep padding low under the padded and memory cost models.
-  // Waiting bound: as kFifo (every batch holds the oldest request).
+  // lengths keep padding low under the padded and memory cost models. The anchor
+  // is the request with the earliest virtual deadline, arrival +
+  // anchor_slack_per_token × tokens (with slack 0: the oldest request).
+  // Waiting bound: a request r is in one of the first k+1 batches dispatched
+  // after it arrives, k = the requests of its level queued before it plus those
+  // arriving later with an earlier virtual deadline, which all arrive before
+  // arrival_r + slack × tokens_r. With slack 0 this is kFifo's bound.
   kLengthAware,
 };
 
@@ -71,6 +77,35 @@ struct SchedulerOptions {
   // kLengthAware only: at most this many candidates are examined per batch beyond
   // the anchor, which bounds a decision's work at O(lookahead · log n).
   std::int64_t length_aware_lookahead = 512;
+  // kLengthAware only: "shortest first with aging". The anchor of the next batch
+  // is the request with the earliest virtual deadline arrival + this × tokens
+  // (ties: the earlier enqueued), not the oldest. A short query that arrives
+  // behind queued long passages then anchors the next batch (and the length-aware
+  // packing fills it with other short requests) instead of waiting for every
+  // older passage; a long request's priority still grows with age, so it is
+  // never starved.
+  // Waiting bound (PackingPolicy::kLengthAware; proved by
+  // SchedulerPropertyTest): a request can only be passed over, as an anchor, by
+  // requests queued before it or arriving before its own virtual deadline, so it
+  // waits at most as many batches as a FIFO request arriving at arrival +
+  // slack × tokens would, i.e. the FIFO bound plus its own slack.
+  // max_wait still counts from the oldest request: when it has waited max_wait,
+  // a worker that is free dispatches the anchor's batch at once.
+  // >= 0; 0 = the oldest request is the anchor (kFifo's order). Default 100 µs
+  // per token: a 20-token query may overtake a 300-token passage that arrived up
+  // to 28 ms before it (about half a 4,096-token batch on an A10G); the window
+  // in which later arrivals may overtake a request is at most 100 µs ×
+  // max_input_tokens (0.41 s at 4,096). Measured in docs/benchmarks.md ("Short
+  // requests under mixed load"). Cost: while > 0 the queue keeps one more
+  // ordered index (one more O(log n) insert and erase per request).
+  Duration anchor_slack_per_token = std::chrono::microseconds(100);
+  // kLengthAware only: a candidate is not added if the batch's padding efficiency
+  // (Σ tokens / B·Lmax) would fall below this, so every length-aware batch keeps
+  // at least this efficiency. Why: without it a batch anchored by a short query
+  // is topped up with long passages while the budget allows, and the query then
+  // takes as long as a full batch of passages (and pads to their length).
+  // In [0, 1); 0 = no floor. Default 0.85 (measured in docs/benchmarks.md).
+  double length_aware_min_padding_efficiency = 0.85;
   // Longest request accepted as is, in tokens. 0 = derived: the largest length
   // whose single-request cost fits max_batch_tokens.
   std::int64_t max_input_tokens = 0;

@@ -1,5 +1,6 @@
-// Batcher's member definitions (a template, so they live in a header). Include
-// tokenbatch/runtime/batcher.h, not this file.
+// Batcher's member definitions, submit side: Create, Submit, Cancel, Shutdown and
+// the observers (a template, so they live in a header). The worker side is in
+// batcher_worker_impl.h. Include tokenbatch/runtime/batcher.h, not this file.
 #pragma once
 
 #include <algorithm>
@@ -37,30 +38,103 @@ absl::StatusOr<std::unique_ptr<Batcher<In, Out>>> Batcher<In, Out>::Create(const
 }
 
 template <typename In, typename Out>
+absl::Status Batcher<In, Out>::Refuse(absl::Status status) {
+  MutexLock lock(&mu_);
+  recorder_.OnRefused(GetErrorKind(status));
+  return status;
+}
+
+template <typename In, typename Out>
+absl::Status Batcher<In, Out>::CheckCapacityLocked(std::size_t requests, std::int64_t tokens) const {
+  const SchedulerOptions& o = options_.scheduler;
+  const std::size_t queued = scheduled_requests_ + intake_.size();
+  const std::int64_t queued_tokens = scheduled_tokens_ + intake_tokens_;
+  if (o.max_queue_size > 0 && queued + requests > o.max_queue_size) {
+    return QueueFullError(absl::StrCat("queue full: ", queued, " requests queued, max_queue_size ",
+                                       o.max_queue_size));
+  }
+  if (o.max_queued_tokens > 0 && tokens > o.max_queued_tokens - queued_tokens) {
+    return QueueFullError(absl::StrCat("queue full: ", queued_tokens, " tokens queued + ", tokens,
+                                       " > max_queued_tokens ", o.max_queued_tokens));
+  }
+  return absl::OkStatus();
+}
+
+// The common case: a request that fits, without a deadline, goes to the intake.
+template <typename In, typename Out>
 absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
                                                    Callback done) {
   if (!done) return InvalidArgumentError("Submit needs a callback");
-  auto refuse = [this](absl::Status status) {
-    MutexLock lock(&mu_);
-    recorder_.OnRefused(GetErrorKind(status));
-    return status;
-  };
-  // Common case first: a request that fits is queued whole, without a plan.
+  return SubmitWith(std::move(input), tokens, options, Notifier{std::move(done), std::nullopt});
+}
+
+template <typename In, typename Out>
+absl::StatusOr<typename Batcher<In, Out>::Ticket> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens,
+                                                                            const SubmitOptions& options) {
+  Notifier done{nullptr, std::promise<Result>()};
+  std::future<Result> future = done.promise->get_future();
+  absl::StatusOr<RequestId> id = SubmitWith(std::move(input), tokens, options, std::move(done));
+  if (!id.ok()) return id.status();
+  return Ticket{*id, std::move(future)};
+}
+
+template <typename In, typename Out>
+absl::StatusOr<RequestId> Batcher<In, Out>::SubmitWith(In&& input, std::int64_t tokens,
+                                                       const SubmitOptions& options, Notifier done) {
+  if (tokens < 1 || tokens > max_input_tokens_ || options.deadline) {
+    return SubmitPlanned(std::move(input), tokens, options, std::move(done));
+  }
+  const TimePoint now = SteadyClock::now();
+  absl::Status refused;
+  RequestId id = 0;
+  bool wake = false;
+  {
+    MutexLock lock(&intake_mu_);
+    std::optional<RequestId> slot;
+    if (!accepting_) {
+      refused = ShuttingDownError("batcher is shutting down; request not accepted");
+    } else if (refused = CheckCapacityLocked(1, tokens); refused.ok() && !(slot = slab_.Allocate())) {
+      refused = QueueFullError("queue full: 67,108,864 requests unresolved (the Batcher's limit)");
+    }
+    if (refused.ok()) {
+      id = *slot;
+      Record& r = slab_.Get(id);
+      r.stage = Stage::kQueued;
+      r.priority = options.priority;
+      r.tokens = tokens;
+      r.arrival = now;
+      r.input.emplace(std::move(input));
+      r.done = std::move(done);
+      intake_.push_back(id);
+      intake_tokens_ += tokens;
+      ++submitted_;
+      if (sleeping_workers_ > 0 && !wake_signalled_ && wake_rule_.OnArrival(tokens, options.priority, now)) {
+        wake = wake_signalled_ = true;
+      }
+    }
+  }
+  if (!refused.ok()) return Refuse(std::move(refused));
+  if (wake) wake_cv_.notify_one();
+  return id;
+}
+
+template <typename In, typename Out>
+absl::StatusOr<RequestId> Batcher<In, Out>::SubmitPlanned(In&& input, std::int64_t tokens,
+                                                          const SubmitOptions& options, Notifier done) {
   AdmissionPlan plan;
   if (tokens < 1 || tokens > max_input_tokens_) {
     absl::StatusOr<AdmissionPlan> planned = PlanAdmission(tokens, options_.scheduler);
-    if (!planned.ok()) return refuse(planned.status());
+    if (!planned.ok()) return Refuse(planned.status());
     plan = std::move(*planned);
   }
-  const absl::InlinedVector<TokenWindow, 1> windows =
-      plan.windows.empty() ? absl::InlinedVector<TokenWindow, 1>{{0, tokens}}
-                           : absl::InlinedVector<TokenWindow, 1>(plan.windows.begin(), plan.windows.end());
-  // Slice outside the lock: truncation and splitting copy tokens.
+  const bool whole = plan.action == AdmissionPlan::Action::kAdmit;
+  const std::vector<TokenWindow> windows = whole ? std::vector<TokenWindow>{{0, tokens}} : plan.windows;
+  // Slice outside the locks: truncation and splitting copy tokens.
   std::vector<In> pieces;
   std::int64_t total_tokens = 0;
   for (const TokenWindow& w : windows) {
     total_tokens += w.size();
-    if (plan.action == AdmissionPlan::Action::kAdmit) break;
+    if (whole) break;
     absl::StatusOr<In> piece = InvalidArgumentError("slicer threw");
     try {
       piece = hooks_.slice(input, w);
@@ -68,78 +142,117 @@ absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t toke
       piece = InvalidArgumentError(absl::StrCat("slicer threw: ", e.what()));
     } catch (...) {
     }
-    if (!piece.ok()) return refuse(piece.status());
+    if (!piece.ok()) return Refuse(piece.status());
     pieces.push_back(std::move(*piece));
   }
+  const bool split = windows.size() > 1;
 
   const TimePoint now = SteadyClock::now();
-  MutexLock lock(&mu_);
-  if (!accepting_) {
-    recorder_.OnRefused(ErrorKind::kShuttingDown);
-    return ShuttingDownError("batcher is shutting down; request not accepted");
-  }
-  if (absl::Status cap = scheduler_->CheckCapacity(windows.size(), total_tokens); !cap.ok()) {
-    recorder_.OnRefused(GetErrorKind(cap));
-    return cap;
-  }
-  const RequestId id = next_id_++;
-  Parent parent{std::move(done), windows, {}, {}, windows.size(),
-                options.deadline};
-  parent.parts.resize(windows.size());
+  absl::Status refused;
+  RequestId id = 0;
+  std::vector<RequestId> scheduled;  // the request itself, or its windows
+  std::vector<Completion> completions;
   bool wake = false;
-  for (std::size_t i = 0; i < windows.size(); ++i) {
-    const RequestId child_id = next_id_++;
-    const std::int64_t child_tokens = windows[i].size();
-    auto queued = scheduler_->Enqueue({child_id, child_tokens, now, options.priority, options.deadline});
-    if (!queued.ok()) {  // not expected after CheckCapacity; roll back the windows queued so far
-      for (RequestId c : parent.children) scheduler_->Remove(c), children_.erase(c);
-      recorder_.OnRefused(GetErrorKind(queued.status()));
-      return queued.status();
+  {
+    MutexLock lock(&mu_);
+    {
+      MutexLock intake(&intake_mu_);
+      if (!accepting_) {
+        refused = ShuttingDownError("batcher is shutting down; request not accepted");
+      } else {
+        refused = CheckCapacityLocked(windows.size(), total_tokens);
+      }
+      for (std::size_t i = 0; refused.ok() && i < windows.size() + (split ? 1 : 0); ++i) {
+        std::optional<RequestId> slot = slab_.Allocate();
+        if (!slot) {
+          refused = QueueFullError("queue full: 67,108,864 requests unresolved (the Batcher's limit)");
+        } else if (id == 0) {
+          id = *slot;
+          if (!split) scheduled.push_back(id);
+        } else {
+          scheduled.push_back(*slot);
+        }
+      }
+      if (!refused.ok()) {
+        if (split && id != 0) scheduled.push_back(id);
+        for (RequestId r : scheduled) slab_.Get(r).id = 0, slab_.Release(r);
+      } else {
+        scheduled_requests_ += windows.size();  // published now, before the Scheduler has them
+        scheduled_tokens_ += total_tokens;
+        ++submitted_;
+        // A sleeping worker's rule must count these too, or a later intake
+        // arrival that fills the batch together with them would not wake it.
+        for (const TokenWindow& w : windows) {
+          if (sleeping_workers_ > 0 && !wake_signalled_) {
+            wake = wake_rule_.OnArrival(w.size(), options.priority, now) || wake;
+          }
+        }
+      }
     }
-    wake = wake || queued->wake_worker;
-    parent.children.push_back(child_id);
-    Child& child = children_[child_id];
-    child = Child{id, i, std::nullopt, child_tokens, now, false};
-    if (pieces.empty()) {
-      child.input.emplace(std::move(input));
-    } else {
-      child.input.emplace(std::move(pieces[i]));
+    if (!refused.ok()) {
+      recorder_.OnRefused(GetErrorKind(refused));
+      return refused;
     }
+    Record& request = slab_.Get(id);
+    request.stage = split ? Stage::kSplitParent : Stage::kQueued;
+    request.deadline = options.deadline;
+    request.done = std::move(done);
+    if (split) {
+      request.split = std::make_unique<SplitState>();
+      request.split->windows = windows;
+      request.split->parts.resize(windows.size());
+      request.split->children = scheduled;
+      request.split->remaining = windows.size();
+    }
+    absl::Status failed;
+    for (std::size_t i = 0; i < scheduled.size(); ++i) {
+      Record& r = slab_.Get(scheduled[i]);
+      r.parent = split ? id : 0;
+      r.index = static_cast<std::uint32_t>(i);
+      r.stage = Stage::kQueued;
+      r.priority = options.priority;
+      r.tokens = windows[i].size();
+      r.arrival = now;
+      r.input.emplace(pieces.empty() ? std::move(input) : std::move(pieces[i]));
+      auto queued = scheduler_->Enqueue({scheduled[i], r.tokens, now, options.priority, options.deadline});
+      if (!queued.ok()) failed = queued.status();
+      wake = wake || (queued.ok() && queued->wake_worker);
+    }
+    if (options.deadline) {
+      const bool earliest = deadlines_.empty() || *options.deadline < deadlines_.begin()->first;
+      deadlines_.emplace(*options.deadline, id);
+      if (earliest) deadline_cv_.notify_one();
+    }
+    // Not expected after the capacity check: the request is resolved with the error.
+    if (!failed.ok()) ResolveLocked(id, failed, completions);
+    PublishLocked();
   }
-  if (options.deadline) {
-    const bool earliest = deadlines_.empty() || *options.deadline < deadlines_.begin()->first;
-    deadlines_.emplace(*options.deadline, id);
-    if (earliest) deadline_cv_.notify_one();
-  }
-  parents_.emplace(id, std::move(parent));
-  recorder_.OnSubmitted();
-  if (wake && idle_workers_ > 0) cv_.notify_one();
+  Fire(completions);
+  if (wake) WakeWorker();
   return id;
-}
-
-template <typename In, typename Out>
-absl::StatusOr<typename Batcher<In, Out>::Ticket> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens,
-                                                                            const SubmitOptions& options) {
-  auto promise = std::make_shared<std::promise<Result>>();
-  std::future<Result> future = promise->get_future();
-  absl::StatusOr<RequestId> id =
-      Submit(std::move(input), tokens, options, [promise](Result r) { promise->set_value(std::move(r)); });
-  if (!id.ok()) return id.status();
-  return Ticket{*id, std::move(future)};
 }
 
 template <typename In, typename Out>
 bool Batcher<In, Out>::Cancel(RequestId id) {
   std::vector<Completion> completions;
+  bool live = false;
   {
     MutexLock lock(&mu_);
-    if (!parents_.contains(id)) return false;
-    ResolveLocked(id, CancelledError(absl::StrCat("request ", id, " cancelled by the caller")), completions);
-    // The anchor may have changed, so the pending wake-up time may be too late.
-    if (idle_workers_ > 0) cv_.notify_one();
+    SettleLocked(completions);  // a request still in the intake is now in the Scheduler
+    {
+      MutexLock intake(&intake_mu_);  // Find reads a slot a submit may be stamping
+      const Record* r = slab_.Find(id);
+      live = r != nullptr && r->parent == 0 && r->stage != Stage::kAbandoned;
+    }
+    if (live) {
+      ResolveLocked(id, CancelledError(absl::StrCat("request ", id, " cancelled by the caller")), completions);
+      PublishLocked();
+    }
   }
   Fire(completions);
-  return true;
+  // The anchor may have changed, so the pending wake-up time may be too late.
+  if (live) WakeWorker();
+  return live;
 }
 
 template <typename In, typename Out>
@@ -147,30 +260,47 @@ void Batcher<In, Out>::Shutdown(ShutdownMode mode) {
   std::vector<Completion> completions;
   {
     MutexLock lock(&mu_);
-    accepting_ = false;
+    {
+      MutexLock intake(&intake_mu_);
+      accepting_ = false;
+    }
+    SettleLocked(completions);
     if (mode == ShutdownMode::kCancelQueued) {
-      std::vector<RequestId> queued_parents;
-      for (const auto& [child_id, child] : children_) {
-        if (!child.in_flight) queued_parents.push_back(child.parent);
+      // No submit can stamp a slot any more, so the slab can be walked.
+      std::vector<RequestId> queued;
+      {
+        MutexLock intake(&intake_mu_);
+        slab_.ForEachLive([&](const Record& r) {
+          if (r.stage == Stage::kQueued) queued.push_back(r.parent != 0 ? r.parent : r.id);
+        });
       }
-      for (RequestId p : queued_parents) {
-        if (parents_.contains(p)) ResolveLocked(p, ShuttingDownError("batcher shut down before dispatch"), completions);
+      for (RequestId request : queued) {
+        if (slab_.Get(request).id != request) continue;  // resolved with another window
+        ResolveLocked(request, ShuttingDownError("batcher shut down before dispatch"), completions);
       }
+      PublishLocked();
     } else {
       draining_ = true;
     }
     stopping_ = true;
-    cv_.notify_all();
   }
+  {
+    MutexLock intake(&intake_mu_);
+    wake_signalled_ = true;
+  }
+  wake_cv_.notify_all();
   Fire(completions);
   std::call_once(join_once_, [this] {
-    for (std::thread& t : workers_) t.join();
+    // joinable(): Create may have failed to start some of them.
+    for (std::thread& t : workers_) {
+      if (t.joinable()) t.join();
+    }
     {
       MutexLock lock(&mu_);
       workers_joined_ = true;  // every request is resolved: the deadline thread may stop
       deadline_cv_.notify_all();
     }
-    deadline_thread_.join();
+    if (deadline_thread_.joinable()) deadline_thread_.join();
   });
 }
 
@@ -183,195 +313,12 @@ std::int64_t Batcher<In, Out>::effective_budget() const {
 template <typename In, typename Out>
 MetricsSnapshot Batcher<In, Out>::metrics() const {
   MutexLock lock(&mu_);
-  return recorder_.Snapshot(scheduler_->queued_requests(), scheduler_->queued_tokens(), aimd_.max_budget(),
-                            aimd_.current());
-}
-
-template <typename In, typename Out>
-void Batcher<In, Out>::WorkerLoop() {
-  std::vector<Completion> completions;
-  mu_.Lock();
-  while (true) {
-    const TimePoint now = SteadyClock::now();
-    const std::int64_t budget = aimd_.current();
-    Decision d = scheduler_->Next(now, {budget, draining_});
-    for (RequestId child_id : d.expired) {
-      auto it = children_.find(child_id);
-      if (it == children_.end()) continue;
-      ResolveLocked(it->second.parent, DeadlineExceededError("deadline passed while queued"), completions);
-    }
-    if (!d.batch.empty()) {
-      if (d.wake_at && idle_workers_ > 0) cv_.notify_one();  // more may be ready for another worker
-      recorder_.OnDispatch(d, budget);
-      Batch batch = TakeBatchLocked(d, now);
-      mu_.Unlock();
-      Fire(completions);
-      double exec_us = 0;
-      IsolationReport report;
-      std::vector<Result> results = Execute(batch, &exec_us, &report);
-      mu_.Lock();
-      recorder_.OnBatchDone(exec_us, report.retries, report.oom_events);
-      if (report.oom_events == 0) aimd_.OnSuccess();
-      CompleteLocked(batch, results, completions);
-      continue;
-    }
-    if (!completions.empty()) {
-      mu_.Unlock();
-      Fire(completions);
-      mu_.Lock();
-      continue;
-    }
-    if (stopping_ && scheduler_->queued_requests() == 0) break;
-    ++idle_workers_;
-    if (d.wake_at) {
-      mu_.WaitUntil(cv_, *d.wake_at);
-    } else {
-      mu_.Wait(cv_);
-    }
-    --idle_workers_;
-  }
-  mu_.Unlock();
-}
-
-template <typename In, typename Out>
-typename Batcher<In, Out>::Batch Batcher<In, Out>::TakeBatchLocked(const Decision& d, TimePoint now) {
-  Batch batch;
-  batch.ids = d.batch;
-  batch.inputs.reserve(d.batch.size());
-  batch.tokens.reserve(d.batch.size());
-  for (RequestId child_id : d.batch) {
-    Child& child = children_.at(child_id);  // queued children are always present
-    child.in_flight = true;
-    batch.inputs.push_back(std::move(*child.input));
-    child.input.reset();
-    batch.tokens.push_back(child.tokens);
-    recorder_.OnQueueWait(std::chrono::duration<double, std::micro>(now - child.arrival).count());
-  }
-  return batch;
-}
-
-template <typename In, typename Out>
-std::vector<typename Batcher<In, Out>::Result> Batcher<In, Out>::Execute(const Batch& batch, double* exec_us,
-                                                                        IsolationReport* report) {
-  std::vector<Result> results(batch.inputs.size(), BackendError("no result"));
-  auto on_oom = [&](std::size_t offset, std::size_t count) {
-    BatchShape shape;
-    for (std::size_t i = offset; i < offset + count; ++i) shape = shape.With(batch.tokens[i]);
-    MutexLock lock(&mu_);
-    aimd_.OnOutOfMemory(options_.scheduler.cost_model.Cost(shape));
-  };
-  const TimePoint start = SteadyClock::now();
-  RunIsolated<Out>(backend_, std::span<const In>(batch.inputs), std::span<Result>(results), on_oom, *report);
-  *exec_us = std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count();
-  return results;
-}
-
-template <typename In, typename Out>
-void Batcher<In, Out>::CompleteLocked(Batch& batch, std::vector<Result>& results, std::vector<Completion>& out) {
-  const TimePoint now = SteadyClock::now();
-  for (std::size_t i = 0; i < batch.ids.size(); ++i) {
-    auto child_it = children_.find(batch.ids[i]);
-    if (child_it == children_.end()) continue;  // its request was resolved meanwhile: drop
-    const RequestId parent_id = child_it->second.parent;
-    const std::size_t index = child_it->second.index;
-    children_.erase(child_it);
-    auto parent_it = parents_.find(parent_id);
-    if (parent_it == parents_.end()) continue;
-    Parent& parent = parent_it->second;
-    if (!results[i].ok()) {
-      ResolveLocked(parent_id, std::move(results[i]).status(), out);
-      continue;
-    }
-    parent.parts[index] = std::move(*results[i]);
-    if (--parent.remaining > 0) continue;
-    if (parent.deadline && *parent.deadline < now) {
-      ResolveLocked(parent_id, DeadlineExceededError("deadline passed while the batch ran; result dropped"), out);
-      continue;
-    }
-    if (parent.parts.size() == 1) {
-      ResolveLocked(parent_id, std::move(*parent.parts[0]), out);
-      continue;
-    }
-    Completion merged{nullptr, BackendError("not merged"), true, {}, {parent.windows.begin(), parent.windows.end()}};
-    merged.parts.reserve(parent.parts.size());
-    for (auto& p : parent.parts) merged.parts.push_back(std::move(*p));
-    merged.done = TakeLocked(parent_id);  // recorded in Fire, once merged
-    out.push_back(std::move(merged));
-  }
-}
-
-template <typename In, typename Out>
-typename Batcher<In, Out>::Callback Batcher<In, Out>::TakeLocked(RequestId parent_id) {
-  auto it = parents_.find(parent_id);
-  Parent& parent = it->second;
-  for (RequestId child_id : parent.children) {
-    auto child_it = children_.find(child_id);
-    if (child_it == children_.end()) continue;
-    if (!child_it->second.in_flight) scheduler_->Remove(child_id);
-    children_.erase(child_it);  // an in-flight child's result will be dropped
-  }
-  if (parent.deadline) deadlines_.erase({*parent.deadline, parent_id});
-  Callback done = std::move(parent.done);
-  parents_.erase(it);
-  return done;
-}
-
-template <typename In, typename Out>
-void Batcher<In, Out>::ResolveLocked(RequestId parent_id, Result result, std::vector<Completion>& out) {
-  recorder_.OnResolved(result.status());
-  out.push_back({TakeLocked(parent_id), std::move(result)});
-}
-
-template <typename In, typename Out>
-void Batcher<In, Out>::Fire(std::vector<Completion>& completions) {
-  for (Completion& c : completions) {
-    if (c.merge) {
-      try {
-        c.result = hooks_.merge(std::span<const Out>(c.parts), std::span<const TokenWindow>(c.windows));
-      } catch (const std::exception& e) {
-        c.result = BackendError(absl::StrCat("merge threw: ", e.what()));
-      } catch (...) {
-        c.result = BackendError("merge threw a non-standard exception");
-      }
-      MutexLock lock(&mu_);
-      recorder_.OnResolved(c.result.status());
-    }
-    try {
-      c.done(std::move(c.result));
-    } catch (...) {
-      // The caller's callback failed; the request is resolved all the same.
-    }
-  }
-  completions.clear();
-}
-
-template <typename In, typename Out>
-void Batcher<In, Out>::DeadlineLoop() {
-  std::vector<Completion> completions;
-  mu_.Lock();
-  while (true) {
-    if (!completions.empty()) {
-      mu_.Unlock();
-      Fire(completions);
-      mu_.Lock();
-      continue;
-    }
-    if (workers_joined_) break;  // every request is resolved by then
-    const TimePoint now = SteadyClock::now();
-    while (!deadlines_.empty() && deadlines_.begin()->first < now) {
-      ResolveLocked(deadlines_.begin()->second,
-                    DeadlineExceededError("deadline passed before the result (queued or running)"), completions);
-    }
-    if (!completions.empty()) continue;
-    if (deadlines_.empty()) {
-      mu_.Wait(deadline_cv_);
-    } else {
-      // Deadlines expire strictly after they pass, as in the policy core.
-      const TimePoint first = deadlines_.begin()->first;
-      mu_.WaitUntil(deadline_cv_, first == TimePoint::max() ? first : first + Duration(1));
-    }
-  }
-  mu_.Unlock();
+  MutexLock intake(&intake_mu_);
+  MetricsSnapshot s =
+      recorder_.Snapshot(scheduler_->queued_requests() + intake_.size(), scheduler_->queued_tokens() + intake_tokens_,
+                         aimd_.max_budget(), aimd_.current());
+  s.requests_submitted = submitted_;
+  return s;
 }
 
 }  // namespace tokenbatch

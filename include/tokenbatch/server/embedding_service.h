@@ -1,10 +1,11 @@
 // EmbeddingService: tokenizer -> Batcher -> backend, without any HTTP.
 //
 // A client request holds one or more inputs (texts or token ids). Embed tokenises
-// them on a small thread pool (never on the caller's thread, which is an I/O
-// thread), submits each input to the Batcher as its own request (so the inputs of
-// one client request may land in different batches), and calls the callback once
-// all are resolved. Oversize inputs follow the Batcher's oversize policy one by
+// them on ServiceOptions::tokenizer_threads threads (never on the caller's thread,
+// which is an I/O thread; the threads drain their queue in bulk and are woken
+// only when needed, see src/server/work_queue.h), submits each input to the
+// Batcher as its own request (so the inputs of one client request may land in
+// different batches), and calls the callback once all are resolved. Oversize inputs follow the Batcher's oversize policy one by
 // one; a request-level `truncate` cuts an input to max_input_tokens first (TEI's
 // truncate / auto-truncate). If any input fails, the others are cancelled and the
 // request fails with the first error, its message prefixed with the input index.
@@ -44,6 +45,12 @@ struct EmbedRequest {
   std::optional<bool> truncate;     // unset: ServiceOptions::auto_truncate
   TruncationDirection truncation_direction = TruncationDirection::kRight;
   int dimensions = 0;               // 0 = all hidden_size values
+  // Scheduler priority level of every input (SubmitOptions::priority: higher is
+  // served first). 0 = the default level.
+  int priority = 0;
+  // Unset: none. Set: inputs not computed by then fail with DeadlineExceeded
+  // (also when it has passed before they are queued).
+  std::optional<TimePoint> deadline;
 };
 
 struct EmbedResult {
@@ -87,11 +94,26 @@ class EmbeddingService {
   // disconnected): queued inputs are removed, not computed. Errors passed to
   // `done`: InvalidArgument (invalid UTF-8, an empty input, an id out of range,
   // bad dimensions), Oversize, QueueFull, ShuttingDown, Cancelled, Backend,
-  // OutOfMemory; messages start with "input[i]: " when one input is the cause.
+  // OutOfMemory, DeadlineExceeded (request.deadline passed); messages start with "input[i]: " when one input is the cause.
   std::function<void()> Embed(EmbedRequest request, EmbedCallback done);
 
   // Tokenises `texts` on the pool; `done` is called exactly once.
   void Tokenize(std::vector<std::string> texts, bool add_special_tokens, TokenizeCallback done);
+
+  // Hand-off batching for I/O threads. While a DeferWakeups object lives on a
+  // thread, Embed and Tokenize called on that thread queue their work without
+  // waking a tokenizer thread; the caller must call WakeTokenizers() after it is
+  // destroyed (an I/O thread does so once per burst of requests, so a burst
+  // costs one wake-up). Not copyable; nests.
+  class DeferWakeups {
+   public:
+    DeferWakeups();
+    ~DeferWakeups();
+    DeferWakeups(const DeferWakeups&) = delete;
+    DeferWakeups& operator=(const DeferWakeups&) = delete;
+  };
+  // Wakes a tokenizer thread if queued work needs one. Thread-safe, never blocks.
+  void WakeTokenizers();
 
   // Stops accepting, drains or fails the queue per `mode`, waits for the tokenizer
   // pool and the workers. Blocks. Idempotent.

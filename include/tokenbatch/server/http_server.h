@@ -4,8 +4,10 @@
 // connection); each connection is a chain of asynchronous reads and writes on its
 // own strand, with keep-alive. A request is parsed with the payload and header
 // limits (413 / 431 before the body is read), handed to the Router, and its reply
-// is posted back to the connection's strand from whichever thread produced it
-// (a tokenizer or Batcher worker). While a reply is pending the connection watches
+// comes back from whichever thread produced it (a tokenizer or Batcher worker)
+// through one reply queue: the first reply of a burst posts a single drain
+// handler to the I/O threads, which delivers every queued reply on its
+// connection's strand (one post and at most one wake-up per burst, not per reply). While a reply is pending the connection watches
 // its socket: a client that disconnects has its queued inputs cancelled.
 // A connection that does not deliver a whole request within read_timeout is closed.
 //

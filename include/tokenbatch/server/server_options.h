@@ -49,7 +49,7 @@ struct ServerOptions {
   // On Stop, after every pending request is answered: how long idle keep-alive
   // connections may still send a request (answered 503 + Connection: close).
   std::chrono::milliseconds shutdown_grace{200};
-  // Model name reported by /info and echoed in OpenAI responses.
+  // Model name reported by /info and /v1/models and echoed in OpenAI responses.
   std::string model_name = "tokenbatch";
 };
 

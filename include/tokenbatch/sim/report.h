@@ -18,8 +18,14 @@ namespace tokenbatch::sim {
 // events, requests lost, peak memory (GiB).
 [[nodiscard]] std::string MarkdownTable(const std::vector<PolicyResult>& results);
 
+// The short-request comparison, one row per policy with latency_short_alone set:
+// short p50/p95/p99 under the mix, the same alone, and the p99 ratio mixed /
+// alone (the target: <= 2). Empty if no result has it.
+[[nodiscard]] std::string ShortAloneTable(const std::vector<PolicyResult>& results);
+
 // JSON array (pretty-printed, two-space indent), per policy: policy,
-// requests_per_s, tokens_per_s, latency_ms {short, long} {p50, p95, p99, count},
+// requests_per_s, tokens_per_s, latency_ms {short, long[, short_alone]}
+// {p50, p95, p99, count},
 // padding_efficiency, mean_batch_size, mean_fill, batches, batches_over_budget,
 // oom_events, requests, completed, requests_lost, requests_rejected,
 // peak_memory_bytes, makespan_s. Values rounded to 3 decimals.

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -71,6 +72,11 @@ struct PolicyResult {
   double requests_per_s = 0;      // completed / makespan
   double tokens_per_s = 0;        // real tokens of completed requests / makespan
   LatencySummary latency_short, latency_long;
+  // The short requests' latency when the same short requests (same arrival
+  // times) run alone under the same policy: the "all-short run" for the
+  // short p99 target. Unset unless the caller ran that comparison (`tokenbatch
+  // simulate --short-alone`).
+  std::optional<LatencySummary> latency_short_alone;
   double padding_efficiency = 0;  // Σ real tokens / Σ B·Lmax over dispatched batches
   double mean_batch_size = 0;
   double mean_fill = 0;           // mean of the former's fill

@@ -1,6 +1,6 @@
 // Real text for workloads: short texts from fortune files (English: fortunes;
 // Chinese: fortunes-zh) and long technical passages cut from documents such as
-// /usr/share/common-licenses. All functions read files and return UTF-8 strings;
+// /usr/share/common-licenses and Chinese manual pages (manpages-zh). All functions read files and return UTF-8 strings;
 // they are thread-safe (no shared state) and block on file I/O only.
 #pragma once
 
@@ -21,7 +21,8 @@ namespace tokenbatch::workload {
 
 // Consecutive passages of about `chars` code points (cut at the next whitespace)
 // from the files of `paths`, whitespace runs collapsed to one space. A file's
-// tail shorter than chars/2 is dropped. Errors: NotFound naming an unreadable
+// tail shorter than chars/2 is dropped. A path ending in ".gz" is a manual page
+// (gzip'd troff): its visible text is used (ReadManPageText). Errors: NotFound naming an unreadable
 // file; InvalidArgument if no passage results.
 [[nodiscard]] absl::StatusOr<std::vector<std::string>> LoadPassages(const std::vector<std::string>& paths,
                                                                     std::size_t chars);
@@ -33,7 +34,9 @@ namespace tokenbatch::workload {
                                                 double long_fraction, std::uint32_t seed);
 
 // Default sources installed by scripts/setup.sh (Debian packages fortunes,
-// fortunes-zh and base-files).
+// fortunes-zh, base-files and manpages-zh). Long texts: five licences of
+// /usr/share/common-licenses (English) and four Chinese manual pages (bash,
+// systemctl, tcpdump, proc), about half of the passages each.
 [[nodiscard]] std::vector<std::string> DefaultShortTextFiles();
 [[nodiscard]] std::vector<std::string> DefaultLongTextFiles();
 

@@ -1,0 +1,60 @@
+// ArrivalWakeRule: whether requests that arrive while every worker sleeps can
+// change what the sleeping worker's last Next() decided, so a driver that buffers
+// arrivals (the threaded runtime's intake queue) knows when a wake-up is needed
+// without touching the Scheduler.
+//
+// It is the rule of EnqueueOutcome::wake_worker, applied to a snapshot of the
+// queue taken when the worker went to sleep (Scheduler::WakeRuleForArrivals) plus
+// the arrivals fed to OnArrival since. An arrival needs a wake-up if it
+//   * lands in an empty queue or at a higher priority level than the top (the
+//     worker has no wake time for it, or it must be served first);
+//   * is older than the top level's oldest request (it becomes the anchor, and
+//     the max_wait wake time moves earlier);
+//   * makes the top level as a whole reach max_batch_size or the early-dispatch
+//     threshold (early_dispatch_fraction × the last budget): only then can a
+//     batch become ready before the pending wake time, because every batch of the
+//     level is a subset of it and costs are monotone in B, Lmax and Σ tokens;
+//   * or max_wait is 0 (every arrival is dispatched at once).
+// Arrivals with a deadline are not covered (the driver enqueues those directly).
+//
+// Plain value type, no synchronisation: the driver copies it under its own lock.
+#pragma once
+
+#include <cstdint>
+
+#include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/request.h"
+
+namespace tokenbatch {
+
+class ArrivalWakeRule {
+ public:
+  // A rule that wakes on every arrival (what a driver uses before any snapshot).
+  ArrivalWakeRule() = default;
+
+  struct TopLevel {
+    int priority = 0;
+    BatchShape shape;  // of the whole level: requests, longest, Σ tokens
+    TimePoint oldest_arrival{};
+  };
+  // A snapshot of a non-empty queue's top level. `cost_model` must outlive the
+  // rule (the Scheduler's options do); `fill_threshold` is in its unit.
+  ArrivalWakeRule(const CostModel* cost_model, TopLevel top, std::int64_t max_batch_size, double fill_threshold)
+      : cost_model_(cost_model), top_(top), max_batch_size_(max_batch_size), fill_threshold_(fill_threshold),
+        always_(false) {}
+  // The snapshot of an empty queue: the first arrival wakes.
+  static ArrivalWakeRule EmptyQueue() { return ArrivalWakeRule(); }
+
+  // Accounts one arrival of `tokens` tokens (>= 1) at `priority` and `arrival`;
+  // true if an idle worker should call Next now. O(1).
+  [[nodiscard]] bool OnArrival(std::int64_t tokens, int priority, TimePoint arrival);
+
+ private:
+  const CostModel* cost_model_ = nullptr;
+  TopLevel top_;
+  std::int64_t max_batch_size_ = 0;
+  double fill_threshold_ = 0;
+  bool always_ = true;
+};
+
+}  // namespace tokenbatch
