@@ -9,9 +9,12 @@
 // scripts/setup.sh on 127.0.0.1:8080. SIGINT / SIGTERM stop it gracefully (drain
 // per --shutdown) and it exits 0.
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +61,12 @@ struct ServeArgs {
   std::string policy = "length_aware";
   std::int64_t max_input_tokens = 0;
   std::string oversize = "reject";
+  // Defaults from the core's own options, so the two never disagree.
+  double anchor_slack_us =
+      std::chrono::duration<double, std::micro>(SchedulerOptions{}.anchor_slack_per_token).count();
+  double min_padding_efficiency = SchedulerOptions{}.length_aware_min_padding_efficiency;
+  std::int64_t split_overlap_tokens = SchedulerOptions{}.split_overlap_tokens;
+  std::size_t max_queue_size = SchedulerOptions{}.max_queue_size;
   bool auto_truncate = false;
   std::size_t max_concurrent_requests = 512;
   std::size_t max_client_batch_size = 256;
@@ -98,6 +107,13 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   s.policy = OrFail(ParsePackingPolicy(a.policy), "--policy");
   s.oversize = OrFail(ParseOversizePolicy(a.oversize), "--oversize");
   s.max_input_tokens = a.max_input_tokens;
+  if (a.anchor_slack_us < 0) Fail(fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
+  s.anchor_slack_per_token =
+      std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::micro>(a.anchor_slack_us));
+  s.length_aware_min_padding_efficiency = a.min_padding_efficiency;
+  s.split_overlap_tokens = a.split_overlap_tokens;
+  s.max_queue_size = a.max_queue_size;
+  if (a.max_batch_tokens < 0) Fail(fmt::format("--max-batch-tokens must be >= 0, got {}", a.max_batch_tokens));
   s.max_queued_tokens = a.max_queue_tokens;
   nlohmann::json calib;
   if (!a.calibration.empty()) {
@@ -163,17 +179,30 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
 #endif
 }
 
+// The stop signal's pipe: written by OnStopSignal, read by Run.
+int g_stop_pipe[2] = {-1, -1};
+
+extern "C" void OnStopSignal(int sig) {
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t written = write(g_stop_pipe[1], &byte, 1);
+}
+
 void Run(const ServeArgs& a) {
   // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
   spdlog::set_level(spdlog::level::from_str(a.log_level));
-  // SIGINT/SIGTERM are blocked in every thread (the mask is inherited) and taken
-  // synchronously by sigwait below: no async-signal-safety concerns.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT/SIGTERM: a handler writes the signal number to a pipe that this
+  // thread reads once the server runs (write is async-signal-safe). Not
+  // pthread_sigmask + sigwait: threads started before this point (OpenBLAS's,
+  // at library load) do not inherit the mask, and a signal the kernel hands to
+  // one of them would take the default action and kill the server undrained.
+  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail("cannot create the signal pipe");
+  struct sigaction on_stop {};
+  on_stop.sa_handler = OnStopSignal;
+  sigemptyset(&on_stop.sa_mask);
+  on_stop.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &on_stop, nullptr);
+  sigaction(SIGTERM, &on_stop, nullptr);
 
   server::ServiceOptions so;
   so.batcher.scheduler = SchedulerFromArgs(a);
@@ -208,8 +237,11 @@ void Run(const ServeArgs& a) {
                s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
                OversizePolicyName(s.oversize), service->max_input_tokens());
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  unsigned char received = 0;
+  while (read(g_stop_pipe[0], &received, 1) != 1) {
+    // EINTR only (the handler itself may interrupt this read): wait again.
+  }
+  const int sig = received;
   spdlog::info("received {}; stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   http->Stop();
   http.reset();
@@ -259,11 +291,21 @@ void AddServeCommand(CLI::App& app) {
   opt("--device", args->device, "cpu or cuda:N");
   opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
   opt("--max-batch-tokens", args->max_batch_tokens,
-      "batch budget in the cost model's unit (0 = from --calibration, else 4096)", "MAX_BATCH_TOKENS");
+      "batch budget in the cost model's unit: with the default padded cost, batch size x longest input "
+      "(TEI's counts the sum of tokens: add --cost-model sum for that meaning); also caps the longest input "
+      "unless --max-input-tokens is set (0 = from --calibration, else 4096)",
+      "MAX_BATCH_TOKENS");
   opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
   opt("--cost-model", args->cost_model, "sum, padded, or memory (needs --calibration)");
   opt("--policy", args->policy, "fifo, bucketed or length_aware");
+  opt("--anchor-slack-us", args->anchor_slack_us,
+      "length_aware: anchor = earliest arrival + this x tokens, us per token (0 = the oldest request)");
+  opt("--min-padding-efficiency", args->min_padding_efficiency,
+      "length_aware: no batch below this padding efficiency, in [0, 1) (0 = no floor)");
+  opt("--split-overlap-tokens", args->split_overlap_tokens,
+      "--oversize split: tokens shared by consecutive windows (< --max-input-tokens)");
+  opt("--max-queue-size", args->max_queue_size, "most inputs queued (429 beyond; 0 = unlimited)");
   opt("--max-input-tokens", args->max_input_tokens, "longest input accepted as is (0 = derived from the budget)");
   opt("--oversize", args->oversize, "reject, truncate or split");
   tei_envs->emplace_back(

@@ -145,8 +145,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnReadError(beast::error_code ec) {
     if (ec == http::error::body_limit) {
-      return SendParseError(413, absl::StrCat("request body larger than the payload limit of ",
-                                              shared_->options.payload_limit, " bytes"));
+      // The header is parsed by now: answer in the route's flavour.
+      const auto target = parser_->get().target();
+      const bool openai = std::string_view(target.data(), target.size()).starts_with("/v1/");
+      return SendParseError(413,
+                            absl::StrCat("request body larger than the payload limit of ",
+                                         shared_->options.payload_limit, " bytes"),
+                            openai ? ApiFlavor::kOpenAi : ApiFlavor::kTei);
     }
     if (ec == http::error::header_limit) {
       return SendParseError(431, absl::StrCat("request headers larger than ", shared_->options.header_limit,
@@ -222,11 +227,11 @@ class Session : public std::enable_shared_from_this<Session> {
     Write(std::move(reply), keep_alive_ && !shared_->router.shutting_down());
   }
 
-  void SendParseError(int status, std::string message) {
+  void SendParseError(int status, std::string message, ApiFlavor flavor = ApiFlavor::kTei) {
     shared_->router.CountReply("unparsed", status);
     linger_ = true;
     spdlog::debug("rejecting a request before routing: {} {}", status, message);
-    Write(HttpReply{.status = status, .body = ErrorBody(ApiFlavor::kTei, ApiError{status, std::move(message)})},
+    Write(HttpReply{.status = status, .body = ErrorBody(flavor, ApiError{status, std::move(message)})},
           /*keep_alive=*/false);
   }
 

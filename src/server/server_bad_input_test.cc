@@ -74,6 +74,7 @@ TEST_F(BadInputTest, TenMegabyteBodyIs413) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);
   EXPECT_THAT(r->body, HasSubstr("payload limit"));
+  EXPECT_THAT(r->body, HasSubstr(R"("message")"));  // OpenAI's error shape on an OpenAI route
 }
 
 TEST_F(BadInputTest, HundredThousandInputsAre413) {
