@@ -59,9 +59,11 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const json& body, co
     if (arr.empty()) return Err(422, absl::StrCat("`", field, "`[", i, "] is an empty array of token ids"));
     EmbedInput in{.is_ids = true};
     in.ids.reserve(arr.size());
-    for (const json& x : arr) {
+    for (std::size_t j = 0; j < arr.size(); ++j) {
+      const json& x = arr[j];
       if (!x.is_number_integer()) {
-        return Err(400, absl::StrCat("`", field, "`[", i, "] must hold integer token ids, found ", TypeName(x)));
+        return Err(400, absl::StrCat("`", field, "`[", i, "] must hold integer token ids, found ", TypeName(x),
+                                     " at position ", j));
       }
       if (x.is_number_unsigned() && x.get<std::uint64_t>() > std::uint64_t{INT64_MAX}) {
         return Err(422, absl::StrCat("`", field, "`[", i, "] holds a token id out of range"));

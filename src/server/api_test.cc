@@ -62,6 +62,9 @@ TEST(OpenAiParse, ErrorsHaveTheirStatusAndNameTheCause) {
   EXPECT_THAT(wrong.message, HasSubstr("`input` must be a string or an array"));
   EXPECT_EQ(ErrorOf(ParseOpenAiEmbeddings(R"({"input": ["a", 1]})", {})).status, 400);
   EXPECT_EQ(ErrorOf(ParseOpenAiEmbeddings(R"({"input": [[1.5]]})", {})).status, 400);
+  ApiError bad_id = ErrorOf(ParseOpenAiEmbeddings(R"({"input": [1, "a"]})", {}));
+  EXPECT_EQ(bad_id.status, 400);
+  EXPECT_THAT(bad_id.message, HasSubstr("found string at position 1"));
   EXPECT_EQ(ErrorOf(ParseOpenAiEmbeddings(R"({"input": "a", "model": 3})", {})).status, 400);
   EXPECT_EQ(ErrorOf(ParseOpenAiEmbeddings(R"({"input": "a", "dimensions": "8"})", {})).status, 400);
   ApiError empty = ErrorOf(ParseOpenAiEmbeddings(R"({"input": []})", {}));
