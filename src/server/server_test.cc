@@ -287,6 +287,16 @@ TEST(ServerLimits, TruncatePolicyCutsOnlyTheLongInput) {
   EXPECT_EQ(Floats(b["data"][1]["embedding"]), Floats(json::parse(cut->body)["data"][0]["embedding"]));
 }
 
+// Polls /metrics until the first batch is dispatched (the test backend then holds
+// it for its delay), at most 1 s.
+void WaitUntilRunning(std::uint16_t port) {
+  for (int i = 0; i < 500; ++i) {
+    auto m = Call(port, "GET", "/metrics");
+    if (m && m->body.find("tokenbatch_batches_total 1") != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 TEST(ServerLimits, QueueFullIs429) {
   ServiceOptions small;
   small.batcher.scheduler.max_queue_size = 2;
@@ -295,6 +305,9 @@ TEST(ServerLimits, QueueFullIs429) {
   ASSERT_NE(s.port, 0);
   Connection first(s.port);
   ASSERT_TRUE(first.Send(testing::BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
+  // Wait until "busy" runs (300 ms in the backend), so the worker is taken and the
+  // three inputs below queue: two fit max_queue_size, the third does not.
+  WaitUntilRunning(s.port);
   auto r = Call(s.port, "POST", "/embed", json{{"inputs", {"a", "b", "c"}}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
@@ -311,7 +324,7 @@ TEST(ServerLimits, TooManyConcurrentRequestsIs429) {
   ASSERT_NE(s.port, 0);
   Connection first(s.port);
   ASSERT_TRUE(first.Send(testing::BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // (/metrics would count as a request here)
   auto r = Call(s.port, "POST", "/v1/embeddings", json{{"input", "x"}}.dump());
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
