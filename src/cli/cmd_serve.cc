@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/duration_flag.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/http_server.h"
 
@@ -103,13 +105,15 @@ T OrFail(absl::StatusOr<T> v, const std::string& what) {
 SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   SchedulerOptions s;
   s.max_batch_size = a.max_batch_requests;
-  s.max_wait = std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::milli>(a.max_wait_ms));
+  const std::optional<Duration> max_wait = DurationFromFlag<std::milli>(a.max_wait_ms);
+  if (!max_wait) Fail(fmt::format("--max-wait-ms must be >= 0, got {}", a.max_wait_ms));
+  s.max_wait = *max_wait;
   s.policy = OrFail(ParsePackingPolicy(a.policy), "--policy");
   s.oversize = OrFail(ParseOversizePolicy(a.oversize), "--oversize");
   s.max_input_tokens = a.max_input_tokens;
-  if (a.anchor_slack_us < 0) Fail(fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
-  s.anchor_slack_per_token =
-      std::chrono::duration_cast<Duration>(std::chrono::duration<double, std::micro>(a.anchor_slack_us));
+  const std::optional<Duration> slack = DurationFromFlag<std::micro>(a.anchor_slack_us);
+  if (!slack) Fail(fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
+  s.anchor_slack_per_token = *slack;
   s.length_aware_min_padding_efficiency = a.min_padding_efficiency;
   s.split_overlap_tokens = a.split_overlap_tokens;
   s.max_queue_size = a.max_queue_size;

@@ -13,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/duration_flag.h"
 #include "tokenbatch/sim/batch_former.h"
 
 namespace tokenbatch::cli {
@@ -68,13 +69,9 @@ inline std::vector<sim::PolicySpec> SelectPolicies(std::int64_t budget, const Co
     if (!f.policies.empty() && std::find(f.policies.begin(), f.policies.end(), p.name) == f.policies.end()) continue;
     if (f.anchor_slack_us >= 0 && p.kind == sim::FormerKind::kCore &&
         p.core.policy == PackingPolicy::kLengthAware) {
-      // Saturate instead of overflowing the integral Duration (a huge slack means
-      // oldest-first order, as the scheduler's own saturation gives).
-      const double ticks = std::chrono::duration<double, Duration::period>(
-                               std::chrono::duration<double, std::micro>(f.anchor_slack_us)).count();
-      p.core.anchor_slack_per_token = ticks >= static_cast<double>(Duration::max().count())
-                                          ? Duration::max()
-                                          : Duration(static_cast<Duration::rep>(ticks));
+      // A huge slack saturates (oldest-first order, as the scheduler's own
+      // saturation gives); anchor_slack_us >= 0 here, so there is a value.
+      p.core.anchor_slack_per_token = *DurationFromFlag<std::micro>(f.anchor_slack_us);
     }
     if (f.min_padding_efficiency >= 0 && p.kind == sim::FormerKind::kCore &&
         p.core.policy == PackingPolicy::kLengthAware) {

@@ -214,6 +214,11 @@ class Batcher {
   // freed slots to the submit side. Enqueue failures (not expected) resolve the
   // request with that error into `out`.
   void SettleLocked(std::vector<Completion>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes the Scheduler's queue size plus `settling_*` (requests taken from
+  // the intake but not yet enqueued) for the backpressure check, and returns
+  // freed slots to the slab.
+  void PublishCountsLocked(std::size_t settling_requests, std::int64_t settling_tokens)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, intake_mu_);
   // Publishes the queue size and freed slots without touching the intake, and
   // refreshes the sleeping workers' wake rule (waking one if the intake already
   // holds what the new snapshot says must wake it).

@@ -10,14 +10,19 @@
 namespace tokenbatch {
 
 template <typename In, typename Out>
+void Batcher<In, Out>::PublishCountsLocked(std::size_t settling_requests, std::int64_t settling_tokens) {
+  scheduled_requests_ = scheduler_->queued_requests() + settling_requests;
+  scheduled_tokens_ = scheduler_->queued_tokens() + settling_tokens;
+  for (RequestId id : to_release_) slab_.Release(id);
+  to_release_.clear();
+}
+
+template <typename In, typename Out>
 void Batcher<In, Out>::PublishLocked() {
   bool wake = false;
   {
     MutexLock intake(&intake_mu_);
-    scheduled_requests_ = scheduler_->queued_requests();
-    scheduled_tokens_ = scheduler_->queued_tokens();
-    for (RequestId id : to_release_) slab_.Release(id);
-    to_release_.clear();
+    PublishCountsLocked(0, 0);
     if (sleeping_workers_ > 0 && !wake_signalled_) {
       // The queue changed under the sleepers (a dispatch, cancel or expiry), so
       // their snapshot is stale: e.g. a worker asleep on an empty queue would
@@ -41,11 +46,8 @@ void Batcher<In, Out>::SettleLocked(std::vector<Completion>& out) {
     MutexLock intake(&intake_mu_);
     settling_.swap(intake_);
     // The settling requests count as queued until the Scheduler has them.
-    scheduled_requests_ = scheduler_->queued_requests() + settling_.size();
-    scheduled_tokens_ = scheduler_->queued_tokens() + intake_tokens_;
+    PublishCountsLocked(settling_.size(), intake_tokens_);
     intake_tokens_ = 0;
-    for (RequestId id : to_release_) slab_.Release(id);
-    to_release_.clear();
   }
   for (RequestId id : settling_) {
     const Record& r = slab_.Get(id);
