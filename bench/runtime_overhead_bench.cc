@@ -11,7 +11,6 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
-#include <future>
 #include <thread>
 #include <vector>
 
@@ -48,7 +47,7 @@ void BM_SubmitToResolvedFuture(benchmark::State& state) {
     for (int p = 0; p < producers; ++p) {
       threads.emplace_back([&, p] {
         const int n = kRequests / producers;
-        std::vector<std::future<NoopBatcher::Result>> futures;
+        std::vector<NoopBatcher::Future> futures;
         futures.reserve(n);
         for (int i = 0; i < n; ++i) {
           const std::uint32_t tokens = (i + p) % 2 ? 20 : 400;
@@ -65,7 +64,7 @@ void BM_SubmitToResolvedFuture(benchmark::State& state) {
 }
 
 // The same with the callback form (what an asynchronous server uses): no
-// std::promise/std::future per request.
+// ResultPromise/ResultFuture per request.
 void BM_SubmitWithCallback(benchmark::State& state) {
   const int producers = static_cast<int>(state.range(0));
   auto batcher = MakeBatcher(static_cast<PackingPolicy>(state.range(1)));

@@ -75,7 +75,8 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
   const auto at = level.by_length.find(LengthKey{anchor.tokens, anchor_key.arrival, anchor_key.seq});
   // Two cursors walk outwards from the anchor in length order: `longer` up, and
   // `shorter` down (it points one past the next shorter candidate).
-  auto longer = std::next(at);
+  auto longer = at;
+  ++longer;
   auto shorter = at;
   bool longer_open = longer != level.by_length.end();
   bool shorter_open = shorter != level.by_length.begin();
@@ -84,14 +85,15 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
   // only when its cost does not depend on its own length (padded, memory); under
   // `sum` an even shorter request may still fit, so keep looking.
   const bool shorter_cost_depends_on_length = limits.cost_model->kind() == CostModelKind::kSum;
-  auto slot_of = [](const LengthIndex::value_type& e) { return Slot{e.second, e.first.tokens}; };
+  auto slot_of = [](const LengthIndex::const_iterator& e) { return Slot{e.id(), e.tokens()}; };
   for (std::int64_t examined = 0; examined < lookahead && !builder.size_full() &&
                                   (longer_open || shorter_open);
        ++examined) {
     bool take_longer = longer_open;
     if (longer_open && shorter_open) {
-      const LengthKey& up = longer->first;
-      const LengthKey& down = std::prev(shorter)->first;
+      const LengthKey up = longer.key();
+      auto below = shorter;
+      const LengthKey down = (--below).key();
       const std::int64_t up_gap = up.tokens - anchor.tokens;
       const std::int64_t down_gap = anchor.tokens - down.tokens;
       take_longer = up_gap < down_gap ||
@@ -100,24 +102,24 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
     // The padding-efficiency floor closes a direction for good: a candidate
     // further from the anchor's length only pads more.
     if (take_longer) {
-      if (!builder.KeepsPaddingEfficiency(slot_of(*longer)) || !builder.TryAdd(slot_of(*longer))) {
+      if (!builder.KeepsPaddingEfficiency(slot_of(longer)) || !builder.TryAdd(slot_of(longer))) {
         longer_open = false;
       } else {
         longer_open = ++longer != level.by_length.end();
       }
     } else {
       --shorter;
-      if (!builder.KeepsPaddingEfficiency(slot_of(*shorter))) {
+      if (!builder.KeepsPaddingEfficiency(slot_of(shorter))) {
         shorter_open = false;
       } else {
-        const bool added = builder.TryAdd(slot_of(*shorter));
+        const bool added = builder.TryAdd(slot_of(shorter));
         if (!added && shorter_cost_depends_on_length) {
           // Under `sum` only a request of at most the remaining room can fit, and
           // every request from `shorter` up is longer than that: jump to the
           // longest that can, in O(log n), instead of using up the lookahead one
           // failing candidate at a time.
           const std::int64_t room = limits.budget - builder.shape().sum_tokens;
-          shorter = level.by_length.lower_bound(LengthKey{room + 1, TimePoint::min(), 0});
+          shorter = level.by_length.lower_bound_tokens(room + 1);
         }
         shorter_open = (added || shorter_cost_depends_on_length) && shorter != level.by_length.begin();
       }

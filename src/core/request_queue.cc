@@ -21,7 +21,7 @@ void EraseKey(ArrivalOrder& order, const ArrivalKey& key) { order.erase(key); }
 std::pair<ArrivalKey, Slot> PriorityLevel::anchor() const {
   if (by_virtual_deadline.empty()) return oldest();
   const LengthKey& k = by_virtual_deadline.begin()->second;
-  return {ArrivalKey{k.arrival, k.seq}, Slot{by_length.find(k)->second, k.tokens}};
+  return {ArrivalKey{k.arrival, k.seq}, Slot{by_length.find(k).id(), k.tokens}};
 }
 
 RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets,
@@ -29,14 +29,20 @@ RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_b
     : bucket_bounds_(std::move(bucket_bounds)), index_buckets_(index_buckets),
       slack_per_token_(slack_per_token) {}
 
-TimePoint RequestQueue::VirtualDeadline(const RequestSpec& spec) const {
+ArrivalKey RequestQueue::VirtualDeadlineKey(const LengthKey& key) const {
   // tokens <= max_input_tokens, so the product only overflows for absurd slacks.
   const Duration::rep per_token = slack_per_token_.count();
-  if (per_token > 0 && spec.tokens > std::numeric_limits<Duration::rep>::max() / per_token) {
-    return TimePoint::max();
+  if (per_token > 0 && key.tokens > std::numeric_limits<Duration::rep>::max() / per_token) {
+    return {TimePoint::max(), key.seq};
   }
-  const Duration slack(per_token * spec.tokens);
-  return spec.arrival > TimePoint::max() - slack ? TimePoint::max() : spec.arrival + slack;
+  const Duration slack(per_token * key.tokens);
+  return {key.arrival > TimePoint::max() - slack ? TimePoint::max() : key.arrival + slack, key.seq};
+}
+
+void RequestQueue::UpdateRunHeads(PriorityLevel& level, const LengthRuns::HeadChange& change) const {
+  if (slack_per_token_ <= Duration::zero()) return;
+  if (change.old_head) EraseKey(level.by_virtual_deadline, VirtualDeadlineKey(*change.old_head));
+  if (change.new_head) level.by_virtual_deadline.emplace(VirtualDeadlineKey(*change.new_head), *change.new_head);
 }
 
 int RequestQueue::BucketOf(std::int64_t tokens) const {
@@ -56,11 +62,8 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
   PriorityLevel& level = levels_[spec.priority];
   const Slot slot{spec.id, spec.tokens};
   level.by_arrival.emplace(ArrivalKeyOf(r), slot);
-  level.by_length.emplace(LengthKeyOf(r), spec.id);
+  UpdateRunHeads(level, level.by_length.emplace(LengthKeyOf(r), spec.id));
   if (index_buckets_) level.by_bucket[r.bucket].emplace(ArrivalKeyOf(r), slot);
-  if (slack_per_token_ > Duration::zero()) {
-    level.by_virtual_deadline.emplace(ArrivalKey{VirtualDeadline(spec), r.seq}, LengthKeyOf(r));
-  }
   level.sum_tokens += spec.tokens;
   if (spec.deadline) deadlines_.emplace(ArrivalKey{*spec.deadline, r.seq}, spec.id);
   tokens_ += spec.tokens;
@@ -76,14 +79,13 @@ std::optional<RequestSpec> RequestQueue::Remove(RequestId id) {
   // find + erase(iterator): erase(key) on a btree map is equal_range + erase_range,
   // two descents instead of one.
   EraseKey(level.by_arrival, ArrivalKeyOf(r));
-  EraseKey(level.by_length, LengthKeyOf(r));
+  LengthRuns::HeadChange heads;
+  level.by_length.erase(LengthKeyOf(r), &heads);
+  UpdateRunHeads(level, heads);
   if (index_buckets_) {
     auto bucket_it = level.by_bucket.find(r.bucket);
     EraseKey(bucket_it->second, ArrivalKeyOf(r));
     if (bucket_it->second.empty()) level.by_bucket.erase(bucket_it);
-  }
-  if (slack_per_token_ > Duration::zero()) {
-    EraseKey(level.by_virtual_deadline, ArrivalKey{VirtualDeadline(r.spec), r.seq});
   }
   level.sum_tokens -= r.spec.tokens;
   if (level.empty()) levels_.erase(level_it);

@@ -23,6 +23,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "src/core/arrival_order.h"
+#include "src/core/length_runs.h"
 #include "src/core/request_keys.h"
 #include "tokenbatch/core/request.h"
 
@@ -35,7 +36,7 @@ struct QueuedRequest {
 };
 
 using ArrivalIndex = ArrivalOrder;
-using LengthIndex = absl::btree_map<LengthKey, RequestId>;
+using LengthIndex = LengthRuns;
 
 inline ArrivalKey ArrivalKeyOf(const QueuedRequest& r) { return {r.spec.arrival, r.seq}; }
 inline LengthKey LengthKeyOf(const QueuedRequest& r) { return {r.spec.tokens, r.spec.arrival, r.seq}; }
@@ -45,8 +46,11 @@ struct PriorityLevel {
   ArrivalIndex by_arrival;
   LengthIndex by_length;
   std::map<int, ArrivalIndex> by_bucket;  // bucket -> arrival order; no empty entries; kBucketed only
-  // (virtual deadline, seq) -> length key; only with a virtual-deadline anchor
-  // (RequestQueue's slack_per_token > 0), else empty.
+  // (virtual deadline, seq) -> length key, for the head (oldest request) of each
+  // length's run in by_length (LengthRuns) only: within one length, virtual-deadline order is
+  // arrival order, so the earliest virtual deadline is always a head. One entry
+  // per distinct queued length, so a queue of few lengths keeps it tiny. Only
+  // with a virtual-deadline anchor (RequestQueue's slack_per_token > 0).
   absl::btree_map<ArrivalKey, LengthKey> by_virtual_deadline;
   std::int64_t sum_tokens = 0;
 
@@ -57,9 +61,7 @@ struct PriorityLevel {
   // deadline when that index is kept (ties: the earlier enqueued), else the
   // oldest. Its arrival key and slot. Requires !empty().
   [[nodiscard]] std::pair<ArrivalKey, Slot> anchor() const;
-  [[nodiscard]] std::int64_t max_tokens() const {
-    return by_length.empty() ? 0 : by_length.rbegin()->first.tokens;
-  }
+  [[nodiscard]] std::int64_t max_tokens() const { return by_length.max_tokens(); }
 };
 
 class RequestQueue {
@@ -88,8 +90,11 @@ class RequestQueue {
   [[nodiscard]] std::int64_t tokens() const { return tokens_; }
 
  private:
-  // arrival + slack_per_token_ × tokens, saturating at TimePoint::max().
-  [[nodiscard]] TimePoint VirtualDeadline(const RequestSpec& spec) const;
+  // by_virtual_deadline's key for a request: (arrival + slack_per_token_ ×
+  // tokens, saturating at TimePoint::max(); seq).
+  [[nodiscard]] ArrivalKey VirtualDeadlineKey(const LengthKey& key) const;
+  // Keeps level.by_virtual_deadline on the runs' heads after a change to by_length.
+  void UpdateRunHeads(PriorityLevel& level, const LengthRuns::HeadChange& change) const;
 
   std::vector<std::int64_t> bucket_bounds_;
   bool index_buckets_;

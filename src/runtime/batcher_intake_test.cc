@@ -43,7 +43,7 @@ std::unique_ptr<SumBatcher> Make(const BatcherOptions& o, RecordingBackend& back
 TEST(BatcherIntakeTest, ASleepingWorkerIsWokenExactlyWhenTheBatchFills) {
   RecordingBackend backend;
   auto batcher = Make(PatientOptions(), backend);
-  std::vector<std::future<SumBatcher::Result>> results;
+  std::vector<SumBatcher::Future> results;
   for (int i = 0; i < 3; ++i) results.push_back(std::move(batcher->Submit(MakeTokens(2, 10 * i), 2)->result));
   // Three of four: the worker sleeps on the hour-long max_wait.
   EXPECT_EQ(results[0].wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
@@ -147,7 +147,7 @@ TEST(BatcherIntakeTest, ShutdownCancelResolvesEverythingInTheIntakeOnce) {
   BusyBatcher busy(backend);
   auto& batcher = busy.batcher;
   auto& first = busy.first;
-  std::vector<std::future<SumBatcher::Result>> queued;
+  std::vector<SumBatcher::Future> queued;
   for (int i = 0; i < 50; ++i) queued.push_back(std::move(batcher->Submit(MakeTokens(1, i), 1)->result));
   std::thread shutdown([&] { batcher->Shutdown(ShutdownMode::kCancelQueued); });
   // Shutdown waits for the running batch: let it finish once shutdown has begun

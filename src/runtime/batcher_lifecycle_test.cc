@@ -24,7 +24,7 @@ BatcherOptions Options() {
 TEST(BatcherLifecycleTest, DrainRunsEverythingQueued) {
   RecordingBackend backend;
   auto batcher = std::move(*SumBatcher::Create(Options(), backend.AsBackend()));
-  std::vector<std::future<SumBatcher::Result>> futures;
+  std::vector<SumBatcher::Future> futures;
   for (int i = 0; i < 10; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(2, i), 2)->result));
   // 20 tokens < 0.9 x 64 and max_wait is a minute: nothing runs until the drain.
   batcher->Shutdown(ShutdownMode::kDrain);
@@ -45,7 +45,7 @@ TEST(BatcherLifecycleTest, CancelQueuedFailsTheQueueButFinishesTheRunningBatch) 
   auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
   auto running = batcher->Submit(MakeTokens(3), 3);
   backend.WaitUntilEntered();
-  std::vector<std::future<SumBatcher::Result>> queued;
+  std::vector<SumBatcher::Future> queued;
   for (int i = 0; i < 5; ++i) queued.push_back(std::move(batcher->Submit(MakeTokens(2), 2)->result));
   std::thread stopper([&] { batcher->Shutdown(ShutdownMode::kCancelQueued); });
   for (auto& f : queued) EXPECT_EQ(GetErrorKind(f.get().status()), ErrorKind::kShuttingDown);
@@ -59,7 +59,7 @@ TEST(BatcherLifecycleTest, CancelQueuedFailsTheQueueButFinishesTheRunningBatch) 
 
 TEST(BatcherLifecycleTest, DestructorResolvesEveryFuture) {
   RecordingBackend backend;
-  std::vector<std::future<SumBatcher::Result>> futures;
+  std::vector<SumBatcher::Future> futures;
   {
     BatcherOptions o = Options();
     o.shutdown_on_destroy = ShutdownMode::kCancelQueued;

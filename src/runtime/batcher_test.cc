@@ -38,7 +38,7 @@ TEST(BatcherTest, EveryRequestGetsItsOwnResult) {
   BatcherOptions o = SumOptions();
   o.num_workers = 2;
   auto batcher = Make(o, backend);
-  std::vector<std::pair<long, std::future<SumBatcher::Result>>> pending;
+  std::vector<std::pair<long, SumBatcher::Future>> pending;
   for (int i = 1; i <= 200; ++i) {
     Tokens t = MakeTokens(1 + i % 37, i);
     const long expected = SumOf(t);
@@ -69,7 +69,7 @@ TEST(BatcherTest, APoisonRequestFailsAloneInsideABatch) {
   auto batcher = Make(SumOptions(), backend);
   auto first = batcher->Submit(MakeTokens(1), 1);  // occupies the worker
   backend.WaitUntilEntered();
-  std::vector<std::future<SumBatcher::Result>> futures;
+  std::vector<SumBatcher::Future> futures;
   for (int i = 0; i < 8; ++i) {
     Tokens t = i == 5 ? Tokens{1, -1, 1} : MakeTokens(3, 10 * i);
     futures.push_back(std::move(batcher->Submit(std::move(t), 3)->result));
@@ -98,7 +98,7 @@ TEST(BatcherTest, OutOfMemoryBisectsShrinksTheBudgetAndRecovers) {
   auto batcher = Make(o, backend);
   auto first = batcher->Submit(MakeTokens(1), 1);
   backend.WaitUntilEntered();
-  std::vector<std::future<SumBatcher::Result>> futures;
+  std::vector<SumBatcher::Future> futures;
   for (int i = 0; i < 8; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(100), 100)->result));
   backend.Release();
   for (auto& f : futures) ASSERT_TRUE(f.get().ok());
@@ -121,7 +121,7 @@ TEST(BatcherTest, OneRequestThatRunsOutOfMemoryAloneLowersTheBudgetOnce) {
   auto batcher = Make(o, backend);
   auto first = batcher->Submit(MakeTokens(1), 1);
   backend.WaitUntilEntered();
-  std::vector<std::future<SumBatcher::Result>> small;
+  std::vector<SumBatcher::Future> small;
   for (int i = 0; i < 7; ++i) small.push_back(std::move(batcher->Submit(MakeTokens(5), 5)->result));
   auto big = batcher->Submit(MakeTokens(60), 60);  // runs out of memory even alone
   backend.Release();

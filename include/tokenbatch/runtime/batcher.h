@@ -42,7 +42,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,6 +62,7 @@
 #include "tokenbatch/runtime/metrics.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/runtime/request_slab.h"
+#include "tokenbatch/runtime/result_future.h"
 
 namespace tokenbatch {
 
@@ -87,9 +87,12 @@ class Batcher {
     Merger merge;
   };
 
+  // What the future form of Submit returns: a std::future-like handle
+  // (result_future.h) that becomes ready exactly once.
+  using Future = ResultFuture<Out>;
   struct Ticket {
-    RequestId id;                 // for Cancel
-    std::future<Result> result;   // becomes ready exactly once
+    RequestId id;    // for Cancel
+    Future result;   // becomes ready exactly once
   };
 
   // Starts options.num_workers worker threads.
@@ -147,13 +150,13 @@ class Batcher {
   };
   // How a request's result is delivered: the caller's callback, or the promise
   // behind a Ticket's future (kept here rather than captured in a callback, which
-  // would cost two more allocations per request).
+  // would cost another allocation per request).
   struct Notifier {
     Callback callback;
-    std::optional<std::promise<Result>> promise;
+    ResultPromise<Out> promise;
     void operator()(Result result) {
-      if (promise) {
-        promise->set_value(std::move(result));
+      if (promise.valid()) {
+        promise.Set(std::move(result));
       } else {
         callback(std::move(result));
       }

@@ -65,14 +65,14 @@ template <typename In, typename Out>
 absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
                                                    Callback done) {
   if (!done) return InvalidArgumentError("Submit needs a callback");
-  return SubmitWith(std::move(input), tokens, options, Notifier{std::move(done), std::nullopt});
+  return SubmitWith(std::move(input), tokens, options, Notifier{std::move(done), {}});
 }
 
 template <typename In, typename Out>
 absl::StatusOr<typename Batcher<In, Out>::Ticket> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens,
                                                                             const SubmitOptions& options) {
-  Notifier done{nullptr, std::promise<Result>()};
-  std::future<Result> future = done.promise->get_future();
+  auto [promise, future] = ResultPromise<Out>::Make();
+  Notifier done{nullptr, std::move(promise)};
   absl::StatusOr<RequestId> id = SubmitWith(std::move(input), tokens, options, std::move(done));
   if (!id.ok()) return id.status();
   return Ticket{*id, std::move(future)};

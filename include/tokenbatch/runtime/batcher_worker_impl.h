@@ -158,7 +158,9 @@ typename Batcher<In, Out>::Batch Batcher<In, Out>::TakeBatchLocked(const Decisio
 template <typename In, typename Out>
 std::vector<typename Batcher<In, Out>::Result> Batcher<In, Out>::Execute(const Batch& batch, double* exec_us,
                                                                         IsolationReport* report) {
-  std::vector<Result> results(batch.inputs.size(), BackendError("no result"));
+  // RunIsolated writes every element; the default (Unknown, no message) costs no
+  // allocation, unlike a typed error built once per batch.
+  std::vector<Result> results(batch.inputs.size());
   // One decrease per dispatched batch, from the whole batch's cost (TCP cuts its
   // window once per round trip, not once per lost packet): the bisection's
   // further OOMs on halves, down to one request that fails alone, are the same

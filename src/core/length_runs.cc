@@ -1,0 +1,110 @@
+#include "src/core/length_runs.h"
+
+#include <algorithm>
+#include <iterator>
+
+namespace tokenbatch::internal {
+
+LengthKey LengthRuns::const_iterator::key() const {
+  const Entry& e = run_->second.entries[index_];
+  return LengthKey{run_->first, e.key.arrival, e.key.seq};
+}
+
+LengthRuns::const_iterator& LengthRuns::const_iterator::operator++() {
+  if (++index_ == run_->second.entries.size()) {
+    ++run_;
+    index_ = run_ == runs_->end() ? 0 : run_->second.head;
+  }
+  return *this;
+}
+
+LengthRuns::const_iterator& LengthRuns::const_iterator::operator--() {
+  if (run_ == runs_->end() || index_ == run_->second.head) {
+    --run_;
+    index_ = run_->second.entries.size() - 1;
+  } else {
+    --index_;
+  }
+  return *this;
+}
+
+LengthRuns::HeadChange LengthRuns::emplace(const LengthKey& key, RequestId id) {
+  Run& run = runs_.try_emplace(key.tokens).first->second;
+  auto& entries = run.entries;
+  const Entry entry{ArrivalKey{key.arrival, key.seq}, id};
+  HeadChange change;
+  if (run.size() == 0) {
+    entries.clear();
+    run.head = 0;
+    entries.push_back(entry);
+    change.new_head = key;
+  } else if (entries.back().key < entry.key) {
+    entries.push_back(entry);  // the newest of its length: the common case
+  } else {
+    const auto first = entries.begin() + static_cast<std::ptrdiff_t>(run.head);
+    const auto at = std::lower_bound(first, entries.end(), entry.key, KeyLess());
+    if (at == first) {
+      change.old_head = LengthKey{key.tokens, first->key.arrival, first->key.seq};
+      change.new_head = key;
+    }
+    entries.insert(at, entry);
+  }
+  return change;
+}
+
+bool LengthRuns::erase(const LengthKey& key, HeadChange* change) {
+  const auto run_it = runs_.find(key.tokens);
+  if (run_it == runs_.end()) return false;
+  Run& run = run_it->second;
+  auto& entries = run.entries;
+  const ArrivalKey k{key.arrival, key.seq};
+  const auto first = entries.begin() + static_cast<std::ptrdiff_t>(run.head);
+  // The head and the newest are the common cases (packing takes runs from
+  // either end); only a removal from the middle needs the binary search.
+  auto at = first->key == k ? first : entries.back().key == k ? entries.end() - 1
+                                                             : std::lower_bound(first, entries.end(), k, KeyLess());
+  if (at == entries.end() || at->key != k) return false;
+  *change = HeadChange{};
+  if (at == first) {
+    change->old_head = key;
+    ++run.head;
+    if (run.size() > 0) {
+      const Entry& next = entries[run.head];
+      change->new_head = LengthKey{key.tokens, next.key.arrival, next.key.seq};
+    }
+  } else if (at + 1 == entries.end()) {
+    entries.pop_back();
+  } else {
+    entries.erase(at);
+  }
+  if (run.size() == 0) {
+    runs_.erase(run_it);
+  } else if (run.head * 2 >= entries.size()) {
+    // Drop the removed prefix once it is half the run: amortised O(1).
+    entries.erase(entries.begin(), entries.begin() + static_cast<std::ptrdiff_t>(run.head));
+    run.head = 0;
+  }
+  return true;
+}
+
+LengthRuns::const_iterator LengthRuns::find(const LengthKey& key) const {
+  const auto run = runs_.find(key.tokens);
+  if (run == runs_.end()) return end();
+  const auto& entries = run->second.entries;
+  const ArrivalKey k{key.arrival, key.seq};
+  const auto at =
+      std::lower_bound(entries.begin() + static_cast<std::ptrdiff_t>(run->second.head), entries.end(), k, KeyLess());
+  if (at == entries.end() || at->key != k) return end();
+  return {run, &runs_, static_cast<std::size_t>(at - entries.begin())};
+}
+
+LengthRuns::const_iterator LengthRuns::lower_bound_tokens(std::int64_t tokens) const {
+  const auto run = runs_.lower_bound(tokens);
+  return {run, &runs_, run == runs_.end() ? 0 : run->second.head};
+}
+
+LengthRuns::const_iterator LengthRuns::begin() const {
+  return {runs_.begin(), &runs_, runs_.empty() ? 0 : runs_.begin()->second.head};
+}
+
+}  // namespace tokenbatch::internal
