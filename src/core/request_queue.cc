@@ -52,7 +52,7 @@ int RequestQueue::BucketOf(std::int64_t tokens) const {
 }
 
 absl::Status RequestQueue::Add(const RequestSpec& spec) {
-  QueuedRequest entry{spec, next_seq_, BucketOf(spec.tokens)};
+  QueuedRequest entry{spec, next_seq_, index_buckets_ ? BucketOf(spec.tokens) : 0};
   auto [it, inserted] = requests_.try_emplace(spec.id, entry);
   if (!inserted) {
     return InvalidArgumentError(absl::StrCat("request id ", spec.id, " is already queued"));

@@ -32,7 +32,7 @@ namespace tokenbatch::internal {
 struct QueuedRequest {
   RequestSpec spec;
   std::uint64_t seq = 0;  // enqueue order, breaks ties between equal arrivals
-  int bucket = 0;         // index into bucket_bounds (last + 1 = overflow bucket)
+  int bucket = 0;         // index into bucket_bounds (last + 1 = overflow); 0 unless index_buckets
 };
 
 using ArrivalIndex = ArrivalOrder;

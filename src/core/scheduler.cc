@@ -71,9 +71,8 @@ absl::Status Scheduler::CheckCapacity(std::size_t requests, std::int64_t tokens)
   return absl::OkStatus();
 }
 
-absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
-  State& s = *state_;
-  const SchedulerOptions& o = s.options;
+absl::Status Scheduler::CheckAdmissible(const RequestSpec& spec) const {
+  const State& s = *state_;
   if (spec.tokens < 1) {
     return InvalidArgumentError(absl::StrCat("request must have >= 1 token, got ", spec.tokens));
   }
@@ -81,7 +80,18 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
     return OversizeError(absl::StrCat("request of ", spec.tokens, " tokens exceeds max_input_tokens ",
                                       s.max_input_tokens));
   }
-  if (absl::Status cap = CheckCapacity(1, spec.tokens); !cap.ok()) return cap;
+  return CheckCapacity(1, spec.tokens);
+}
+
+absl::Status Scheduler::Admit(const RequestSpec& spec) {
+  if (absl::Status ok = CheckAdmissible(spec); !ok.ok()) return ok;
+  return state_->queue.Add(spec);
+}
+
+absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
+  State& s = *state_;
+  const SchedulerOptions& o = s.options;
+  if (absl::Status ok = CheckAdmissible(spec); !ok.ok()) return ok;
 
   const bool was_empty = s.queue.empty();
   const bool new_top = was_empty || spec.priority > s.queue.TopPriority();

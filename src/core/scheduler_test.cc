@@ -52,6 +52,26 @@ SchedulerOptions SeedOptions() {
 
 enum : RequestId { A = 1, B, C, D, E };
 
+// Admit queues exactly as Enqueue does (the Batcher settles its intake with it),
+// with the same errors; only the wake decision is left out.
+TEST_F(SchedulerTest, AdmitQueuesLikeEnqueueWithTheSameErrors) {
+  SchedulerOptions o = SeedOptions();
+  o.max_input_tokens = 2000;
+  Make(o);
+  for (RequestId id : {A, B, C, D, E}) {
+    const std::int64_t tokens[] = {0, 30, 1800, 300, 1200, 1500};
+    ASSERT_TRUE(scheduler_->Admit({id, tokens[id], clock_.now(), 0, std::nullopt}).ok());
+  }
+  EXPECT_EQ(scheduler_->queued_requests(), 5u);
+  EXPECT_EQ(scheduler_->queued_tokens(), 30 + 1800 + 300 + 1200 + 1500);
+  EXPECT_EQ(scheduler_->Admit({A, 10, clock_.now(), 0, std::nullopt}).code(),
+            absl::StatusCode::kInvalidArgument);  // duplicate id
+  EXPECT_EQ(scheduler_->Admit({9, 0, clock_.now(), 0, std::nullopt}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GetErrorKind(scheduler_->Admit({9, 2001, clock_.now(), 0, std::nullopt})), ErrorKind::kOversize);
+  EXPECT_EQ(scheduler_->queued_requests(), 5u);
+  EXPECT_THAT(Next().batch, ElementsAre(A, B, C, D));  // the seed's example, as with Enqueue
+}
+
 TEST_F(SchedulerTest, SeedWorkedExampleDispatchesABCDThenE) {
   // A 30 | B 1800 | C 300 | D 1200 -> Σ 3330; E 1500 would make 4830 > 4096.
   Make(SeedOptions());

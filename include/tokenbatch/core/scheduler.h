@@ -101,6 +101,10 @@ class Scheduler {
   // Errors: InvalidArgument (tokens < 1, duplicate id); Oversize (tokens >
   // max_input_tokens); QueueFull (max_queue_size or max_queued_tokens reached).
   [[nodiscard]] absl::StatusOr<EnqueueOutcome> Enqueue(const RequestSpec& spec);
+  // Enqueue without the wake decision (about 200 instructions less per request),
+  // for a driver that calls Next before it would sleep anyway: the Batcher's
+  // worker moving its intake into the queue. Same checks and errors as Enqueue.
+  [[nodiscard]] absl::Status Admit(const RequestSpec& spec);
 
   // Whether `requests` more requests with `tokens` tokens in all would fit the
   // queue limits now. Lets a driver queue the windows of a split request all or
@@ -127,6 +131,8 @@ class Scheduler {
  private:
   struct State;
   explicit Scheduler(std::unique_ptr<State> state);
+  // Enqueue's checks: token count, max_input_tokens, queue limits.
+  [[nodiscard]] absl::Status CheckAdmissible(const RequestSpec& spec) const;
   std::unique_ptr<State> state_;
 };
 

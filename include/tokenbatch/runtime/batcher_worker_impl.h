@@ -51,9 +51,11 @@ void Batcher<In, Out>::SettleLocked(std::vector<Completion>& out) {
   }
   for (RequestId id : settling_) {
     const Record& r = slab_.Get(id);
-    auto queued = scheduler_->Enqueue({id, r.tokens, r.arrival, r.priority, std::nullopt});
+    // Admit, not Enqueue: this worker calls Next right after, so the wake
+    // decision would be wasted.
+    absl::Status queued = scheduler_->Admit({id, r.tokens, r.arrival, r.priority, std::nullopt});
     // Not expected: the submit checked the limits against the same counts.
-    if (!queued.ok()) ResolveLocked(id, queued.status(), out);
+    if (!queued.ok()) ResolveLocked(id, std::move(queued), out);
   }
   settling_.clear();
 }
