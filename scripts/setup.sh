@@ -14,8 +14,10 @@ PACKAGES=(
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   # command line, JSON, logging
   libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
-  # HTTP server
-  libboost-dev libboost-system-dev wrk
+  # HTTP server; tcmalloc (gperftools) as its allocator: glibc malloc's
+  # non-thread-cached path for the reply-sized buffers cost ~25% of the server's
+  # throughput (docs/benchmarks.md), and PyTorch recommends it for CPU inference
+  libboost-dev libboost-system-dev wrk libgoogle-perftools-dev
   # tokenizers: Unicode regex (Oniguruma, as Hugging Face uses) and normalisation
   libonig-dev libutf8proc-dev
   # inference backend: libtorch 1.13 with an optimised BLAS (about 40x faster than without)

@@ -98,6 +98,13 @@ LengthRuns::const_iterator LengthRuns::find(const LengthKey& key) const {
   return {run, &runs_, static_cast<std::size_t>(at - entries.begin())};
 }
 
+std::optional<std::pair<LengthKey, RequestId>> LengthRuns::Head(std::int64_t tokens) const {
+  const auto run = runs_.find(tokens);
+  if (run == runs_.end()) return std::nullopt;
+  const Entry& e = run->second.entries[run->second.head];
+  return std::pair{LengthKey{tokens, e.key.arrival, e.key.seq}, e.id};
+}
+
 LengthRuns::const_iterator LengthRuns::lower_bound_tokens(std::int64_t tokens) const {
   const auto run = runs_.lower_bound(tokens);
   return {run, &runs_, run == runs_.end() ? 0 : run->second.head};

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "absl/container/btree_map.h"
 #include "absl/container/inlined_vector.h"
@@ -78,6 +79,20 @@ class LengthRuns {
   [[nodiscard]] const_iterator find(const LengthKey& key) const;
   // The first request of at least `tokens` tokens, or end().
   [[nodiscard]] const_iterator lower_bound_tokens(std::int64_t tokens) const;
+
+  // The head (oldest request) of the run of `tokens`-token requests: its key and
+  // id; nullopt if none is queued. O(log d).
+  [[nodiscard]] std::optional<std::pair<LengthKey, RequestId>> Head(std::int64_t tokens) const;
+  // Calls f(const LengthKey&) for each run's head, shortest length first. O(d).
+  template <typename F>
+  void ForEachHead(F f) const {
+    for (const auto& [tokens, run] : runs_) {
+      const Entry& e = run.entries[run.head];
+      f(LengthKey{tokens, e.key.arrival, e.key.seq});
+    }
+  }
+  // The number of distinct queued lengths (d).
+  [[nodiscard]] std::size_t runs() const { return runs_.size(); }
 
   [[nodiscard]] const_iterator begin() const;
   [[nodiscard]] const_iterator end() const { return {runs_.end(), &runs_, 0}; }

@@ -16,22 +16,16 @@ void EraseKey(Map& map, const typename Map::key_type& key) {
 }
 void EraseKey(ArrivalOrder& order, const ArrivalKey& key) { order.erase(key); }
 
+
+// Orders RunHead entries for std::push_heap/pop_heap as a min-heap.
+bool LaterDeadline(const PriorityLevel::RunHead& a, const PriorityLevel::RunHead& b) {
+  return b.virtual_deadline < a.virtual_deadline;
+}
 }  // namespace
 
-std::pair<ArrivalKey, Slot> PriorityLevel::anchor() const {
-  if (by_virtual_deadline.empty()) return oldest();
-  const LengthKey& k = by_virtual_deadline.begin()->second;
-  return {ArrivalKey{k.arrival, k.seq}, Slot{by_length.find(k).id(), k.tokens}};
-}
-
-RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets,
-                           Duration slack_per_token)
-    : bucket_bounds_(std::move(bucket_bounds)), index_buckets_(index_buckets),
-      slack_per_token_(slack_per_token) {}
-
-ArrivalKey RequestQueue::VirtualDeadlineKey(const LengthKey& key) const {
+ArrivalKey VirtualDeadlineKey(const LengthKey& key, Duration slack_per_token) {
   // tokens <= max_input_tokens, so the product only overflows for absurd slacks.
-  const Duration::rep per_token = slack_per_token_.count();
+  const Duration::rep per_token = slack_per_token.count();
   if (per_token > 0 && key.tokens > std::numeric_limits<Duration::rep>::max() / per_token) {
     return {TimePoint::max(), key.seq};
   }
@@ -39,10 +33,46 @@ ArrivalKey RequestQueue::VirtualDeadlineKey(const LengthKey& key) const {
   return {key.arrival > TimePoint::max() - slack ? TimePoint::max() : key.arrival + slack, key.seq};
 }
 
+std::pair<ArrivalKey, Slot> PriorityLevel::anchor() const {
+  while (!run_heads.empty()) {
+    RunHead& top = run_heads.front();
+    const auto head = by_length.Head(top.head.tokens);
+    if (head && head->first == top.head) {
+      return {ArrivalKey{top.head.arrival, top.head.seq}, Slot{head->second, top.head.tokens}};
+    }
+    // Stale: re-key it to its run's current head (later, so it sinks), or drop
+    // it if the run is gone.
+    std::pop_heap(run_heads.begin(), run_heads.end(), LaterDeadline);
+    if (head) {
+      run_heads.back() = {VirtualDeadlineKey(head->first, slack_per_token), head->first};
+      std::push_heap(run_heads.begin(), run_heads.end(), LaterDeadline);
+    } else {
+      run_heads.pop_back();
+    }
+  }
+  return oldest();
+}
+
+RequestQueue::RequestQueue(std::vector<std::int64_t> bucket_bounds, bool index_buckets,
+                           Duration slack_per_token)
+    : bucket_bounds_(std::move(bucket_bounds)), index_buckets_(index_buckets),
+      slack_per_token_(slack_per_token) {}
+
 void RequestQueue::UpdateRunHeads(PriorityLevel& level, const LengthRuns::HeadChange& change) const {
-  if (slack_per_token_ <= Duration::zero()) return;
-  if (change.old_head) EraseKey(level.by_virtual_deadline, VirtualDeadlineKey(*change.old_head));
-  if (change.new_head) level.by_virtual_deadline.emplace(VirtualDeadlineKey(*change.new_head), *change.new_head);
+  // Only a new run, or a late arrival that became its run's head, can lower a
+  // run's key; a head that moves on is re-keyed lazily by anchor().
+  if (slack_per_token_ <= Duration::zero() || !change.new_head) return;
+  if (change.old_head && !(*change.new_head < *change.old_head)) return;
+  std::vector<PriorityLevel::RunHead>& heap = level.run_heads;
+  if (heap.size() >= 2 * level.by_length.runs() + 64) {
+    // Mostly duplicates or gone runs: rebuild from the live heads.
+    heap.clear();
+    level.by_length.ForEachHead([&](const LengthKey& k) { heap.push_back({VirtualDeadlineKey(k, slack_per_token_), k}); });
+    std::make_heap(heap.begin(), heap.end(), LaterDeadline);
+    return;
+  }
+  heap.push_back({VirtualDeadlineKey(*change.new_head, slack_per_token_), *change.new_head});
+  std::push_heap(heap.begin(), heap.end(), LaterDeadline);
 }
 
 int RequestQueue::BucketOf(std::int64_t tokens) const {
@@ -60,6 +90,7 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
   ++next_seq_;
   const QueuedRequest& r = it->second;
   PriorityLevel& level = levels_[spec.priority];
+  level.slack_per_token = slack_per_token_;
   const Slot slot{spec.id, spec.tokens};
   level.by_arrival.emplace(ArrivalKeyOf(r), slot);
   UpdateRunHeads(level, level.by_length.emplace(LengthKeyOf(r), spec.id));

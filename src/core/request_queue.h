@@ -46,12 +46,26 @@ struct PriorityLevel {
   ArrivalIndex by_arrival;
   LengthIndex by_length;
   std::map<int, ArrivalIndex> by_bucket;  // bucket -> arrival order; no empty entries; kBucketed only
-  // (virtual deadline, seq) -> length key, for the head (oldest request) of each
-  // length's run in by_length (LengthRuns) only: within one length, virtual-deadline order is
-  // arrival order, so the earliest virtual deadline is always a head. One entry
-  // per distinct queued length, so a queue of few lengths keeps it tiny. Only
-  // with a virtual-deadline anchor (RequestQueue's slack_per_token > 0).
-  absl::btree_map<ArrivalKey, LengthKey> by_virtual_deadline;
+  // The length-aware anchor's index: a min-heap of (virtual deadline, seq) with
+  // an entry per run of by_length (requests of one length). Within one length,
+  // virtual-deadline order is arrival order, so the earliest virtual deadline is
+  // always some run's head (its oldest request). Entries are updated lazily: a
+  // run gets an entry when it is created or when a late arrival becomes its
+  // head; when dispatch or cancel moves its head on, its entry keeps the old
+  // key, which is a lower bound of the run's true one (heads only get later).
+  // anchor() fixes the top until it is exact (re-keys it to the run's current
+  // head, or drops it if the run is gone), so a batch that takes 17 requests
+  // off a run costs one re-key, not 17 index updates. Rebuilt from the runs
+  // (O(d)) once entries outnumber twice the runs, so its size stays under
+  // 2 × (peak distinct lengths) + 65. Only with a virtual-deadline anchor
+  // (RequestQueue's slack_per_token > 0), else empty. Mutable: anchor() fixes
+  // it up, which changes no observable state.
+  struct RunHead {
+    ArrivalKey virtual_deadline;  // (arrival + slack × tokens, seq) of `head`
+    LengthKey head;               // the run's head when this key was computed
+  };
+  Duration slack_per_token{};  // for re-keying in anchor(); set by RequestQueue
+  mutable std::vector<RunHead> run_heads;
   std::int64_t sum_tokens = 0;
 
   [[nodiscard]] bool empty() const { return by_arrival.empty(); }
@@ -63,6 +77,10 @@ struct PriorityLevel {
   [[nodiscard]] std::pair<ArrivalKey, Slot> anchor() const;
   [[nodiscard]] std::int64_t max_tokens() const { return by_length.max_tokens(); }
 };
+
+// run_heads' key for a request: (arrival + slack_per_token × tokens, saturating
+// at TimePoint::max(); seq).
+[[nodiscard]] ArrivalKey VirtualDeadlineKey(const LengthKey& key, Duration slack_per_token);
 
 class RequestQueue {
  public:
@@ -90,10 +108,7 @@ class RequestQueue {
   [[nodiscard]] std::int64_t tokens() const { return tokens_; }
 
  private:
-  // by_virtual_deadline's key for a request: (arrival + slack_per_token_ ×
-  // tokens, saturating at TimePoint::max(); seq).
-  [[nodiscard]] ArrivalKey VirtualDeadlineKey(const LengthKey& key) const;
-  // Keeps level.by_virtual_deadline on the runs' heads after a change to by_length.
+  // Keeps level.run_heads on the runs' heads after a change to by_length.
   void UpdateRunHeads(PriorityLevel& level, const LengthRuns::HeadChange& change) const;
 
   std::vector<std::int64_t> bucket_bounds_;
