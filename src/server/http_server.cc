@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <future>
@@ -17,6 +18,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -24,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
+#include "server/response_head.h"
 #include "server/router.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/runtime/mutex.h"
@@ -237,18 +240,19 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpReply reply, bool keep_alive) {
-    response_.emplace();
-    response_->version(11);
-    response_->result(static_cast<unsigned>(reply.status));
-    response_->set(http::field::server, "tokenbatch");
-    response_->set(http::field::content_type, reply.content_type);
-    for (auto& [name, value] : reply.headers) response_->set(name, value);
-    response_->body() = std::move(reply.body);
-    response_->keep_alive(keep_alive);
-    response_->prepare_payload();
+    reply_ = std::move(reply);
+    const auto status = static_cast<http::status>(reply_.status);
+    const auto reason = http::obsolete_reason(status);
+    reply_head_ = SerializeResponseHead({.status = reply_.status,
+                                         .reason = std::string_view(reason.data(), reason.size()),
+                                         .content_type = reply_.content_type,
+                                         .headers = &reply_.headers,
+                                         .content_length = reply_.body.size(),
+                                         .keep_alive = keep_alive});
+    const std::array<net::const_buffer, 2> buffers{net::buffer(reply_head_), net::buffer(reply_.body)};
     stream_.expires_after(shared_->options.read_timeout);  // a client that never reads is dropped too
-    http::async_write(stream_, *response_, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
-      self->response_.reset();
+    net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+      self->reply_ = {};
       if (!ec && !keep_alive && self->linger_) return self->LingerClose();
       if (ec || !keep_alive) return self->Close();
       self->DoRead();
@@ -284,7 +288,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> continue_;
-  std::optional<http::response<http::string_body>> response_;
+  HttpReply reply_;        // being written (its body); see Write
+  std::string reply_head_;  // its status line and headers
   std::function<void()> cancel_;
   std::uint64_t generation_ = 0;
   bool keep_alive_ = true;
