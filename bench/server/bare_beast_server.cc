@@ -1,8 +1,9 @@
 // The reference for the server load benchmark: a bare Boost.Beast HTTP/1.1 server
 // that answers every request with a fixed JSON body, keep-alive, on N I/O threads,
-// the same session shape as tokenbatch's (a strand per connection, async read and
-// write). What tokenbatch serve --backend noop adds on top of it is the cost of
-// routing, JSON parsing and formatting, tokenisation, and the Batcher round trip.
+// with a strand per connection, async read and write (tokenbatch drops the
+// strand when it runs one I/O thread). What tokenbatch serve --backend noop adds
+// on top of it is the cost of routing, JSON parsing and formatting,
+// tokenisation, and the Batcher round trip.
 //
 // Usage: bare_beast_server PORT [IO_THREADS] [BODY_BYTES]
 #include <cstdlib>
