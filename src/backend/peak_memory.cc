@@ -10,6 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
+// gperftools (tcmalloc), when the program links it: a weak reference, null when
+// it does not. Keeps freed pages resident until asked to release them.
+extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
+
 namespace tokenbatch::backend {
 
 absl::StatusOr<int64_t> ReadProcStatusBytes(const char* field) {
@@ -33,6 +37,7 @@ absl::StatusOr<int64_t> ReadProcStatusBytes(const char* field) {
 
 absl::Status CpuPeakMemory::Reset() {
   malloc_trim(0);
+  if (MallocExtension_ReleaseFreeMemory != nullptr) MallocExtension_ReleaseFreeMemory();
   {
     std::ofstream clear("/proc/self/clear_refs");
     clear << "5";

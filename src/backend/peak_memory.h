@@ -1,7 +1,9 @@
 // Peak resident memory of this process on Linux, for CPU calibration.
 //
-// Method: Reset() returns freed heap pages to the kernel (glibc malloc_trim(0), so
-// memory freed by an earlier, larger shape does not hide this one's growth),
+// Method: Reset() returns freed heap pages to the kernel (glibc malloc_trim(0),
+// and gperftools' MallocExtension_ReleaseFreeMemory when the program runs on
+// tcmalloc, as `tokenbatch` does: malloc_trim does nothing for it), so memory
+// freed by an earlier shape or a warm-up does not hide this one's growth,
 // reads VmRSS from /proc/self/status as the baseline, and resets the kernel's
 // resident high-water mark by writing "5" to /proc/self/clear_refs (Linux >= 4.0,
 // Documentation/filesystems/proc.rst). Peak() reads VmHWM and returns

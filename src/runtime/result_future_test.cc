@@ -41,6 +41,22 @@ TEST(ResultFutureTest, WaitForTimesOutThenSeesTheValue) {
   EXPECT_EQ(future.wait_for(std::chrono::seconds(0)), std::future_status::ready);
 }
 
+// Timeouts and deadlines at the ends of their ranges neither overflow nor
+// return early: a huge timeout waits for the value, a past deadline does not.
+TEST(ResultFutureTest, ExtremeTimeoutsDoNotOverflow) {
+  auto [promise, future] = Promise::Make();
+  EXPECT_EQ(future.wait_for(std::chrono::hours::min()), std::future_status::timeout);
+  EXPECT_EQ(future.wait_until(std::chrono::system_clock::time_point::min()), std::future_status::timeout);
+  std::thread setter([p = std::move(promise)]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.Set(std::string("late"));
+  });
+  EXPECT_EQ(future.wait_for(std::chrono::hours::max()), std::future_status::ready);
+  EXPECT_EQ(future.wait_until(std::chrono::steady_clock::time_point::max()), std::future_status::ready);
+  EXPECT_EQ(*future.get(), "late");
+  setter.join();
+}
+
 TEST(ResultFutureTest, PromiseDestroyedUnsetDeliversInternal) {
   auto [promise, future] = Promise::Make();
   { Promise gone = std::move(promise); }

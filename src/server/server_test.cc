@@ -199,6 +199,31 @@ TEST_F(ServerTest, KeepAliveServesManyRequestsOnOneConnection) {
   EXPECT_EQ(h->status, 200);
 }
 
+// Pipelined requests in one write, bodiless ones (GET) and ones whose body
+// arrives with the header, are answered in order on the one connection.
+TEST_F(ServerTest, PipelinedRequestsAnsweredInOrder) {
+  Connection c(port());
+  ASSERT_GE(c.fd(), 0);
+  const std::string embed = json{{"inputs", "pipelined"}}.dump();
+  using testing::BuildRequest;
+  ASSERT_TRUE(c.Send(BuildRequest("GET", "/health", {}) + BuildRequest("POST", "/embed", embed) +
+                     BuildRequest("GET", "/health", {}) + BuildRequest("POST", "/tokenize", embed)));
+  auto health = c.Read();
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto embedded = c.Read();
+  ASSERT_TRUE(embedded);
+  EXPECT_EQ(embedded->status, 200);
+  EXPECT_EQ(json::parse(embedded->body).size(), 1u);  // one embedding
+  auto health2 = c.Read();
+  ASSERT_TRUE(health2);
+  EXPECT_EQ(health2->status, 200);
+  auto tokens = c.Read();
+  ASSERT_TRUE(tokens);
+  EXPECT_EQ(tokens->status, 200);
+  EXPECT_FALSE(tokens->header("x-request-id").empty());
+}
+
 TEST_F(ServerTest, ConcurrentClientsAllAnsweredCorrectly) {
   constexpr int kClients = 16, kRequests = 15;
   std::vector<std::thread> threads;

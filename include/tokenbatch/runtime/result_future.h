@@ -140,15 +140,28 @@ class ResultFuture {
   // Blocks until the result is available. Requires valid().
   void wait() const { WaitUntil(std::nullopt); }
   // Blocks until the result is available or `timeout` passes. Requires valid().
+  // A timeout too long to represent waits without a deadline.
   template <typename Rep, typename Period>
   std::future_status wait_for(const std::chrono::duration<Rep, Period>& timeout) const {
-    return wait_until(std::chrono::steady_clock::now() + timeout);
+    using Steady = std::chrono::steady_clock;
+    const Steady::time_point now = Steady::now();
+    // Compared in double seconds so that no duration conversion can overflow.
+    const double left_s = std::chrono::duration<double>(timeout).count();
+    const double room_s = std::chrono::duration<double>(Steady::time_point::max() - now).count();
+    if (left_s <= 0) return ready() ? std::future_status::ready : std::future_status::timeout;
+    if (left_s >= room_s) {
+      WaitUntil(std::nullopt);
+      return std::future_status::ready;
+    }
+    return WaitUntil(now + std::chrono::duration_cast<Steady::duration>(timeout)) ? std::future_status::ready
+                                                                                   : std::future_status::timeout;
   }
+  // Blocks until the result is available or `deadline` (any clock) passes.
   template <typename Clock, typename Duration>
   std::future_status wait_until(const std::chrono::time_point<Clock, Duration>& deadline) const {
-    const auto steady = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - Clock::now());
-    return WaitUntil(steady) ? std::future_status::ready : std::future_status::timeout;
+    // In double seconds: time_point::min() or max() must not overflow.
+    using Seconds = std::chrono::duration<double>;
+    return wait_for(Seconds(deadline.time_since_epoch()) - Seconds(Clock::now().time_since_epoch()));
   }
   // Blocks until the result is available and moves it out; valid() is false
   // afterwards. Requires valid().
