@@ -4,8 +4,12 @@
 // mix: half 20-token queries, half 400-token passages), waits for every future,
 // and counts them as items, so items_per_second gives requests/s and the reported
 // ns_per_request = 1e9 / items_per_second. Budget, batch size and max_wait are
-// the seed's (4096 tokens, 64, 4 ms); the 4 ms tail of the last batch is
-// amortised over the 20,000 requests of an iteration (0.2 ns per request).
+// the seed's (4096 tokens, 64, 4 ms). An iteration's last batch is usually
+// partial and, when the worker has caught up with the producers, waits out
+// max_wait: the batching window, not overhead, yet it counts here. 4 ms over the
+// 20,000 requests of an iteration is up to 0.2 µs per request; it is what makes
+// 1-producer fifo runs bimodal (docs/benchmarks.md). More requests per iteration
+// would amortise it but deepen the queue, which slows length_aware instead.
 // Run with bench/compare_overhead.py, which also runs the seed's Python scheduler
 // on the same workload and prints the ratio.
 #include <benchmark/benchmark.h>
