@@ -144,13 +144,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
-    // A small request's body usually arrived with its header: parse what is
-    // buffered now, and only go back to the socket if more is needed (saves an
-    // asynchronous operation, and its handler, per request).
     // A request without a body (GET, Content-Length: 0) is done with its header;
     // put() must not be called on a finished parser (Beast asserts), even when
     // the next pipelined request is already in the buffer.
     if (parser_->is_done()) return OnRead({}, 0);
+    // A small request's body usually arrived with its header: parse what is
+    // buffered now, and only go back to the socket if more is needed (saves an
+    // asynchronous operation, and its handler, per request).
     if (buffer_.size() > 0) {
       beast::error_code ec;
       parser_->eager(true);
