@@ -52,18 +52,28 @@ LengthRuns::HeadChange LengthRuns::emplace(const LengthKey& key, RequestId id) {
   return change;
 }
 
+std::size_t LengthRuns::IndexOf(const Run& run, const ArrivalKey& key) {
+  const auto& entries = run.entries;
+  const auto first = entries.begin() + static_cast<std::ptrdiff_t>(run.head);
+  if (first == entries.end()) return kNotFound;
+  // The head and the newest are the common cases (packing takes runs from
+  // either end); only one in the middle needs the binary search.
+  const auto at = first->key == key           ? first
+                  : entries.back().key == key ? entries.end() - 1
+                                              : std::lower_bound(first, entries.end(), key, KeyLess());
+  if (at == entries.end() || at->key != key) return kNotFound;
+  return static_cast<std::size_t>(at - entries.begin());
+}
+
 bool LengthRuns::erase(const LengthKey& key, HeadChange* change) {
   const auto run_it = runs_.find(key.tokens);
   if (run_it == runs_.end()) return false;
   Run& run = run_it->second;
   auto& entries = run.entries;
-  const ArrivalKey k{key.arrival, key.seq};
+  const std::size_t index = IndexOf(run, ArrivalKey{key.arrival, key.seq});
+  if (index == kNotFound) return false;
   const auto first = entries.begin() + static_cast<std::ptrdiff_t>(run.head);
-  // The head and the newest are the common cases (packing takes runs from
-  // either end); only a removal from the middle needs the binary search.
-  auto at = first->key == k ? first : entries.back().key == k ? entries.end() - 1
-                                                             : std::lower_bound(first, entries.end(), k, KeyLess());
-  if (at == entries.end() || at->key != k) return false;
+  const auto at = entries.begin() + static_cast<std::ptrdiff_t>(index);
   *change = HeadChange{};
   if (at == first) {
     change->old_head = key;
@@ -90,12 +100,9 @@ bool LengthRuns::erase(const LengthKey& key, HeadChange* change) {
 LengthRuns::const_iterator LengthRuns::find(const LengthKey& key) const {
   const auto run = runs_.find(key.tokens);
   if (run == runs_.end()) return end();
-  const auto& entries = run->second.entries;
-  const ArrivalKey k{key.arrival, key.seq};
-  const auto at =
-      std::lower_bound(entries.begin() + static_cast<std::ptrdiff_t>(run->second.head), entries.end(), k, KeyLess());
-  if (at == entries.end() || at->key != k) return end();
-  return {run, &runs_, static_cast<std::size_t>(at - entries.begin())};
+  const std::size_t index = IndexOf(run->second, ArrivalKey{key.arrival, key.seq});
+  if (index == kNotFound) return end();
+  return {run, &runs_, index};
 }
 
 std::optional<std::pair<LengthKey, RequestId>> LengthRuns::Head(std::int64_t tokens) const {

@@ -101,6 +101,9 @@ class LengthRuns {
   [[nodiscard]] std::int64_t max_tokens() const { return runs_.empty() ? 0 : runs_.rbegin()->first; }
 
  private:
+  static constexpr std::size_t kNotFound = static_cast<std::size_t>(-1);
+  // The index of `key` in run.entries (at or after its head), or kNotFound.
+  static std::size_t IndexOf(const Run& run, const ArrivalKey& key);
   Runs runs_;
 };
 

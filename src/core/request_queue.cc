@@ -89,8 +89,9 @@ absl::Status RequestQueue::Add(const RequestSpec& spec) {
   }
   ++next_seq_;
   const QueuedRequest& r = it->second;
-  PriorityLevel& level = levels_[spec.priority];
-  level.slack_per_token = slack_per_token_;
+  auto [level_it, new_level] = levels_.try_emplace(spec.priority);
+  PriorityLevel& level = level_it->second;
+  if (new_level) level.slack_per_token = slack_per_token_;
   const Slot slot{spec.id, spec.tokens};
   level.by_arrival.emplace(ArrivalKeyOf(r), slot);
   UpdateRunHeads(level, level.by_length.emplace(LengthKeyOf(r), spec.id));

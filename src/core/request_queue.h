@@ -2,13 +2,15 @@
 //
 // Requests are grouped by priority level. Each level keeps these orderings:
 //   by arrival (oldest first)           -> the anchor, fifo packing, max_wait
+//                                          (ArrivalOrder: a ring plus late btree)
 //   by length (tokens, then arrival)    -> length-aware packing, nearest first
-//   per length bucket, by arrival       -> bucketed packing
-//   by virtual deadline                 -> the length-aware anchor when
-//     (arrival + slack_per_token·tokens)   anchor_slack_per_token > 0
-// plus a global deadline index. Every index is an absl::btree_map, so add, remove
-// and "find neighbours" are O(log n). Not thread-safe (the Scheduler's driver
-// serialises access).
+//                                          (LengthRuns: a btree of per-length runs)
+//   per length bucket, by arrival       -> bucketed packing (ArrivalOrder each)
+//   by virtual deadline, run heads only -> the length-aware anchor when
+//     (arrival + slack_per_token·tokens)   anchor_slack_per_token > 0 (a heap)
+// plus a global deadline index (a btree) and an id -> request hash map. Add,
+// remove and "find neighbours" are O(log n) or better. Not thread-safe (the
+// Scheduler's driver serialises access).
 #pragma once
 
 #include <compare>

@@ -93,8 +93,10 @@ class ResultPromise {
     }
     return *this;
   }
+  // A promise still valid here delivers Internal (see the overview).
   ~ResultPromise() { Abandon(); }
 
+  // Whether this promise is connected to a future and not yet set.
   [[nodiscard]] bool valid() const { return state_ != nullptr; }
 
   // Publishes `result` and wakes the future's waiter if there is one; the promise
