@@ -18,6 +18,9 @@ PACKAGES=(
   # non-thread-cached path for the reply-sized buffers cost ~25% of the server's
   # throughput (docs/benchmarks.md), and PyTorch recommends it for CPU inference
   libboost-dev libboost-system-dev wrk libgoogle-perftools-dev
+  # shortest round-trip float32 digits for JSON embeddings (the algorithm fmt uses,
+  # without fmt's general writer around it)
+  libdragonbox-dev
   # tokenizers: Unicode regex (Oniguruma, as Hugging Face uses) and normalisation
   libonig-dev libutf8proc-dev
   # inference backend: libtorch 1.13 with an optimised BLAS (about 40x faster than without)

@@ -195,6 +195,18 @@ TEST(Responses, FloatsAreShortestRoundTripAndNonFiniteIsNull) {
   EXPECT_EQ(named["model"], "a\"b");  // escaped
 }
 
+TEST(Responses, LongestFloatTextsFitTheReservedBuffer) {
+  // 17 bytes a value (16 integer digits and a sign): the writer reserves
+  // per-value room up front, which an earlier 16-byte bound overran.
+  const std::vector<float> big(384, -1.234568e15f);
+  const std::string body = TeiEmbedBody(EmbedResult{.embeddings = {big, big}});
+  EXPECT_EQ(body.size(), 2 + 2 * (2 + 384 * 17 + 383) + 1);
+  const json back = json::parse(body);
+  ASSERT_EQ(back.size(), 2u);
+  ASSERT_EQ(back[1].size(), 384u);
+  EXPECT_EQ(back[1][383].get<float>(), -1.234568e15f);
+}
+
 TEST(Responses, TeiShapeAndErrorBodies) {
   EXPECT_EQ(json::parse(TeiEmbedBody(EmbedResult{.embeddings = {{0.5f}, {0.25f}}})), json({{0.5}, {0.25}}));
   const json tei = json::parse(ErrorBody(ApiFlavor::kTei, ApiError{429, "queue full"}));

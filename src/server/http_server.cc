@@ -5,10 +5,12 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -18,13 +20,16 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "server/aged_entries.h"
 #include "server/api.h"
 #include "server/response_head.h"
 #include "server/router.h"
@@ -89,6 +94,31 @@ struct Shared {
       service->WakeTokenizers();
     });
   }
+  // A session whose request is in flight adds itself (see AgedEntries): its
+  // disconnect watch starts when the request has been pending for a period.
+  void ScheduleWatch(std::weak_ptr<Session> session, std::uint64_t gen);
+  void SweepWatches();
+  static constexpr std::chrono::milliseconds kWatchDelay{5};
+
+  // Read and write deadlines (read_timeout): one sweep a period closes the
+  // connections whose deadline has passed, instead of Beast's timer per socket
+  // operation (arming and cancelling those cost about 1 µs a request, 4% of the
+  // noop server's CPU, docs/benchmarks.md). A deadline is enforced up to a
+  // period late.
+  void AddSession(Session* session) {
+    MutexLock lock(&live_mu);
+    live.insert(session);
+  }
+  void RemoveSession(Session* session) {
+    MutexLock lock(&live_mu);
+    live.erase(session);
+  }
+  void StartDeadlineSweep();
+  void SweepDeadlines();
+  std::chrono::milliseconds DeadlineSweepPeriod() const {
+    return std::clamp(options.read_timeout / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  }
+
   net::io_context* const ioc_;
   const ServerOptions options;
   Router router;
@@ -98,6 +128,17 @@ struct Shared {
   // A handler that wakes the tokenizer threads is queued on the io_context (see
   // Session::OnRead).
   std::atomic<bool> wake_posted{false};
+  struct WatchEntry {
+    std::weak_ptr<Session> session;
+    std::uint64_t generation;
+  };
+  AgedEntries<WatchEntry> watches;
+  // Set by HttpServer::Impl, which owns it: a timer must be destroyed before its
+  // io_context, and Shared outlives the io_context.
+  net::steady_timer* watch_timer = nullptr;
+  net::steady_timer* deadline_timer = nullptr;  // the same, for SweepDeadlines
+  Mutex live_mu;
+  absl::flat_hash_set<Session*> live ABSL_GUARDED_BY(live_mu);  // every session, for SweepDeadlines
   ReplyQueue replies;  // declared last: destroyed first, while `sessions` lives
 };
 
@@ -111,10 +152,40 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  // From the watch sweep (any I/O thread): starts the disconnect watch if
+  // request `gen` is still pending.
+  void StartWatch(std::uint64_t gen) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), gen] {
+      if (gen == self->generation_ && self->pending_ && self->cancel_ && !self->watching_) {
+        self->WatchDisconnect(gen);
+      }
+    });
+  }
+
   Session(tcp::socket&& socket, Shared* shared) : stream_(std::move(socket)), shared_(shared) {
     shared_->sessions.fetch_add(1);
+    shared_->AddSession(this);
   }
-  ~Session() { shared_->sessions.fetch_sub(1); }
+  ~Session() {
+    shared_->RemoveSession(this);  // first: until then the sweep may read deadline_
+    shared_->sessions.fetch_sub(1);
+  }
+
+  // The steady_clock time (in its ticks) after which the sweep closes this
+  // connection; kNoDeadline while a request is being computed.
+  static constexpr std::int64_t kNoDeadline = std::numeric_limits<std::int64_t>::max();
+  [[nodiscard]] std::int64_t deadline() const { return deadline_.load(std::memory_order_relaxed); }
+
+  // From the deadline sweep (any I/O thread): closes the connection on its
+  // executor if its deadline has passed by then.
+  void CloseIfPastDeadline() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (std::chrono::steady_clock::now().time_since_epoch().count() < self->deadline()) return;
+      spdlog::debug("closing a connection past its deadline (read_timeout {} ms)",
+                    self->shared_->options.read_timeout.count());
+      self->Close();
+    });
+  }
 
   void Run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this())); }
 
@@ -125,7 +196,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(shared_->options.header_limit);
     // One deadline for the whole request (headers and body), and for idle
     // keep-alive time: a client that trickles bytes cannot hold the connection.
-    stream_.expires_after(shared_->options.read_timeout);
+    SetDeadline();
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
@@ -200,7 +271,7 @@ class Session : public std::enable_shared_from_this<Session> {
                              ? std::string(client_id)
                              : absl::StrCat("r", shared_->next_request_id.fetch_add(1));
     parser_.reset();
-    stream_.expires_never();  // inference may take long; the disconnect watch covers clients
+    deadline_.store(kNoDeadline, std::memory_order_relaxed);  // inference may take long; the disconnect watch covers clients
     pending_ = true;
     const std::uint64_t gen = ++generation_;
     {
@@ -211,8 +282,9 @@ class Session : public std::enable_shared_from_this<Session> {
       });
     }
     shared_->ScheduleTokenizerWake();
-    if (pending_ && cancel_) WatchDisconnect(gen);
+    if (pending_ && cancel_) shared_->ScheduleWatch(weak_from_this(), gen);
   }
+
 
   // While a reply is pending, waits for the socket to become readable: EOF or an
   // error means the client left, so its queued inputs are cancelled. Bytes of a
@@ -264,7 +336,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                          .content_length = reply_.body.size(),
                                          .keep_alive = keep_alive});
     const std::array<net::const_buffer, 2> buffers{net::buffer(reply_head_), net::buffer(reply_.body)};
-    stream_.expires_after(shared_->options.read_timeout);  // a client that never reads is dropped too
+    SetDeadline();  // a client that never reads is dropped too
     net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
       self->reply_ = {};
       if (!ec && !keep_alive && self->linger_) return self->LingerClose();
@@ -291,6 +363,11 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  void SetDeadline() {
+    const auto at = std::chrono::steady_clock::now() + shared_->options.read_timeout;
+    deadline_.store(at.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+
   void Close() {
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -305,6 +382,7 @@ class Session : public std::enable_shared_from_this<Session> {
   HttpReply reply_;        // being written (its body); see Write
   std::string reply_head_;  // its status line and headers
   std::function<void()> cancel_;
+  std::atomic<std::int64_t> deadline_{kNoDeadline};  // see deadline(); written here, read by the sweep
   std::uint64_t generation_ = 0;
   bool keep_alive_ = true;
   bool pending_ = false;
@@ -313,6 +391,52 @@ class Session : public std::enable_shared_from_this<Session> {
   bool linger_ = false;
   std::vector<char> discard_;
 };
+
+void Shared::ScheduleWatch(std::weak_ptr<Session> session, std::uint64_t gen) {
+  if (!watches.Add({std::move(session), gen})) return;  // the sweep timer is running
+  // Idle until now: start the timer. Only the Add that ended idleness gets here,
+  // and the sweep that made the list idle no longer touches the timer.
+  watch_timer->expires_after(kWatchDelay);
+  watch_timer->async_wait([this](beast::error_code ec) {
+    if (!ec) SweepWatches();
+  });
+}
+
+void Shared::SweepWatches() {
+  std::vector<WatchEntry> due;
+  const bool waiting = watches.Rotate(due);
+  if (waiting) {  // re-arm before the entries: after Rotate(false) an Add may arm it
+    watch_timer->expires_after(kWatchDelay);
+    watch_timer->async_wait([this](beast::error_code ec) {
+      if (!ec) SweepWatches();
+    });
+  }
+  for (WatchEntry& e : due) {
+    if (std::shared_ptr<Session> session = e.session.lock()) session->StartWatch(e.generation);
+  }
+}
+
+void Shared::StartDeadlineSweep() {
+  deadline_timer->expires_after(DeadlineSweepPeriod());
+  deadline_timer->async_wait([this](beast::error_code ec) {
+    if (!ec) SweepDeadlines();
+  });
+}
+
+void Shared::SweepDeadlines() {
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::vector<std::shared_ptr<Session>> expired;
+  {
+    MutexLock lock(&live_mu);
+    for (Session* session : live) {
+      if (session->deadline() > now) continue;
+      // Empty when the session is being destroyed (it waits on live_mu to leave).
+      if (std::shared_ptr<Session> alive = session->weak_from_this().lock()) expired.push_back(std::move(alive));
+    }
+  }
+  for (const std::shared_ptr<Session>& session : expired) session->CloseIfPastDeadline();
+  StartDeadlineSweep();
+}
 
 void ReplyQueue::Push(Entry entry) {
   bool post = false;
@@ -340,7 +464,14 @@ void ReplyQueue::Drain() {
 
 struct HttpServer::Impl {
   Impl(const ServerOptions& options, EmbeddingService* service)
-      : shared(options, service, &ioc), service(service), acceptor(net::make_strand(ioc)) {}
+      : shared(options, service, &ioc),
+        service(service),
+        acceptor(net::make_strand(ioc)),
+        watch_timer(ioc),
+        deadline_timer(ioc) {
+    shared.watch_timer = &watch_timer;
+    shared.deadline_timer = &deadline_timer;
+  }
 
   // A connection's handlers must not run concurrently. With several I/O threads
   // that takes a strand per connection; with one, the io_context alone
@@ -372,6 +503,8 @@ struct HttpServer::Impl {
   EmbeddingService* const service;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  net::steady_timer watch_timer;     // see Shared::ScheduleWatch
+  net::steady_timer deadline_timer;  // see Shared::SweepDeadlines
   std::uint16_t port = 0;
   std::vector<std::thread> threads;
   std::once_flag stop_once;
@@ -403,6 +536,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOption
   }
   impl->port = acc.local_endpoint().port();
   impl->DoAccept();
+  impl->shared.StartDeadlineSweep();  // before the I/O threads run: no handler touches the timer yet
   for (int i = 0; i < options.io_threads; ++i) {
     impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
   }

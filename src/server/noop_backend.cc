@@ -1,4 +1,5 @@
 // The no-op backend: fixed, checkable vectors without a model (see the header).
+#include <array>
 #include <cmath>
 #include <thread>
 
@@ -9,9 +10,35 @@
 namespace tokenbatch::server {
 namespace {
 
+// The vector starting at offset k (0..96) with `dims` values, normalised or not:
+// v[j] = ((k + j) mod 97) / 97, stepped without a division per value.
+void FillVector(int k, int dims, bool normalize, std::vector<float>& v) {
+  v.resize(dims);
+  double norm2 = 0;
+  for (int j = 0; j < dims; ++j) {
+    v[j] = static_cast<float>(k) / 97.0f;
+    norm2 += double(v[j]) * v[j];
+    k = k == 96 ? 0 : k + 1;
+  }
+  if (normalize && norm2 > 0) {
+    const double inv = 1.0 / std::sqrt(norm2);
+    for (float& x : v) x = static_cast<float>(x * inv);
+  }
+}
+
 class NoopBackend final : public EmbeddingBackend {
  public:
-  explicit NoopBackend(const NoopBackendOptions& options) : options_(options) {}
+  // Full-width vectors (the common case) are made once here, for each of the 97
+  // offsets, raw and normalised: a request then costs a copy (the no-op backend
+  // should cost next to nothing, so that benchmarks of it measure the server).
+  explicit NoopBackend(const NoopBackendOptions& options) : options_(options) {
+    if (options_.hidden_size <= kMaxTabulatedHiddenSize) {
+      for (int k = 0; k < 97; ++k) {
+        FillVector(k, options_.hidden_size, false, raw_[k]);
+        FillVector(k, options_.hidden_size, true, unit_[k]);
+      }
+    }
+  }
 
   absl::StatusOr<std::vector<backend::Embedding>> Embed(
       std::span<const backend::EmbeddingInput> inputs) const override {
@@ -33,20 +60,12 @@ class NoopBackend final : public EmbeddingBackend {
       }
       const int dims = in.dimensions == 0 ? options_.hidden_size : in.dimensions;
       const std::int64_t seed = in.input_ids.front() + 31 * static_cast<std::int64_t>(in.input_ids.size());
-      std::vector<float>& v = out[i].values;
-      v.resize(dims);
-      double norm2 = 0;
-      // v[j] = ((seed + j) mod 97) / 97, stepped without a division per value
-      // (the no-op backend should cost next to nothing).
-      int k = static_cast<int>((seed % 97 + 97) % 97);
-      for (int j = 0; j < dims; ++j) {
-        v[j] = static_cast<float>(k) / 97.0f;
-        norm2 += double(v[j]) * v[j];
-        k = k == 96 ? 0 : k + 1;
-      }
-      if (in.normalize.value_or(options_.normalize) && norm2 > 0) {
-        const double inv = 1.0 / std::sqrt(norm2);
-        for (float& x : v) x = static_cast<float>(x * inv);
+      const int k = static_cast<int>((seed % 97 + 97) % 97);
+      const bool normalize = in.normalize.value_or(options_.normalize);
+      if (dims == options_.hidden_size && options_.hidden_size <= kMaxTabulatedHiddenSize) {
+        out[i].values = normalize ? unit_[k] : raw_[k];
+      } else {
+        FillVector(k, dims, normalize, out[i].values);
       }
     }
     return out;
@@ -58,7 +77,10 @@ class NoopBackend final : public EmbeddingBackend {
   std::string name() const override { return "noop"; }
 
  private:
+  static constexpr int kMaxTabulatedHiddenSize = 4096;  // at most 2 x 97 x 4096 floats (3 MiB)
   const NoopBackendOptions options_;
+  std::array<std::vector<float>, 97> raw_;
+  std::array<std::vector<float>, 97> unit_;
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ struct ResponseHead {
   int status = 200;
   std::string_view reason;  // e.g. "OK"; empty: none (the status code alone is valid)
   std::string_view content_type;
-  const std::vector<std::pair<std::string, std::string>>* headers = nullptr;  // may be null
+  const std::vector<std::pair<std::string_view, std::string>>* headers = nullptr;  // may be null
   std::size_t content_length = 0;  // bytes of the body that follows
   bool keep_alive = true;          // false: "Connection: close"
 };

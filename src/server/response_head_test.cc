@@ -6,7 +6,7 @@ namespace tokenbatch::server {
 namespace {
 
 TEST(ResponseHead, StatusLineHeadersLengthAndBlankLine) {
-  const std::vector<std::pair<std::string, std::string>> extra = {{"x-compute-tokens", "9"},
+  const std::vector<std::pair<std::string_view, std::string>> extra = {{"x-compute-tokens", "9"},
                                                                   {"x-request-id", "r42"}};
   const std::string head = SerializeResponseHead({.status = 200,
                                                   .reason = "OK",
@@ -40,7 +40,7 @@ TEST(ResponseHead, CloseAndNoExtraHeaders) {
 // A client-chosen value (x-request-id) must not be able to inject a header or
 // end the head early.
 TEST(ResponseHead, UnsafeHeadersAreLeftOut) {
-  const std::vector<std::pair<std::string, std::string>> extra = {
+  const std::vector<std::pair<std::string_view, std::string>> extra = {
       {"x-request-id", "abc\r\nSet-Cookie: x=1"}, {"bad name", "v"}, {"x-ok", "tab\tand spaces"},
       {"x-nul", std::string("a\0b", 3)},          {"", "v"},        {"x-del", "\x7f"}};
   const std::string head = SerializeResponseHead(

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,7 +44,9 @@ struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;  // extra headers
+  // Extra headers. Names are string literals (static storage), so that a reply's
+  // nine TEI headers cost no allocation for their names.
+  std::vector<std::pair<std::string_view, std::string>> headers;
 };
 
 class Router {

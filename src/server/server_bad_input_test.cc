@@ -142,7 +142,11 @@ int MetricValue(const std::string& metrics, const std::string& series) {
   return std::atoi(metrics.c_str() + at + series.size() + 2);
 }
 
-TEST(ServerDisconnect, QueuedInputsOfAClientThatLeftAreCancelledNotComputed) {
+// A client sends five inputs, which queue behind a 400 ms batch, and closes its
+// connection `linger` after sending. The disconnect watch starts once a request
+// has been pending for a few ms (http_server.cc, AgedEntries); a client gone
+// before that is noticed then.
+void ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds linger) {
   ServiceOptions one_at_a_time;
   one_at_a_time.batcher.scheduler.max_batch_size = 1;
   auto s = testing::StartTestServer({}, one_at_a_time,
@@ -154,7 +158,7 @@ TEST(ServerDisconnect, QueuedInputsOfAClientThatLeftAreCancelledNotComputed) {
   {
     Connection leaver(s.port);
     ASSERT_TRUE(leaver.Send(BuildRequest("POST", "/embed", json{{"inputs", {"a", "b", "c", "d", "e"}}}.dump())));
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(linger);
   }  // closes with all five inputs still queued behind "busy"
   auto r = busy.Read();
   ASSERT_TRUE(r);
@@ -168,6 +172,14 @@ TEST(ServerDisconnect, QueuedInputsOfAClientThatLeftAreCancelledNotComputed) {
   auto h = Call(s.port, "GET", "/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
+}
+
+TEST(ServerDisconnect, QueuedInputsOfAClientThatLeftAreCancelledNotComputed) {
+  ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds(100));  // watched by then
+}
+
+TEST(ServerDisconnect, AClientGoneBeforeItsWatchStartsIsNoticedWhenItDoes) {
+  ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds(0));
 }
 
 }  // namespace
