@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
@@ -193,6 +194,32 @@ TEST(Responses, FloatsAreShortestRoundTripAndNonFiniteIsNull) {
   EXPECT_EQ(back[0][0].get<float>(), third);  // the float32 value survives exactly
   const json named = json::parse(OpenAiEmbeddingsBody(EmbedResult{.embeddings = {{1.0f}}}, "a\"b", false));
   EXPECT_EQ(named["model"], "a\"b");  // escaped
+}
+
+TEST(OpenAiParse, RepeatedFieldsAndManyFieldsAreRefused) {
+  const ApiError dup = ErrorOf(ParseOpenAiEmbeddings(R"({"input": "a", "model": "m", "input": "b"})", {}));
+  EXPECT_EQ(dup.status, 400);
+  EXPECT_THAT(dup.message, HasSubstr("duplicate field `input`"));
+  std::string many = R"({"input": "a")";
+  for (int i = 0; i < 70; ++i) absl::StrAppend(&many, ", \"f", i, "\": 1");
+  many += "}";
+  EXPECT_THAT(ErrorOf(ParseOpenAiEmbeddings(many, {})).message, HasSubstr("more than 64 fields"));
+}
+
+TEST(OpenAiParse, LargeBodiesParseLikeSmallOnes) {
+  // Over 64 KiB a body gets a parser of its own; a small one after it reuses
+  // the thread's parser again.
+  const std::string text(200'000, 'x');
+  auto big = ParseOpenAiEmbeddings(absl::StrCat(R"({"input": [")", text, R"(", "y"]})"), {});
+  ASSERT_TRUE(std::holds_alternative<OpenAiEmbeddingsRequest>(big));
+  const auto& inputs = std::get<OpenAiEmbeddingsRequest>(big).request.inputs;
+  ASSERT_EQ(inputs.size(), 2u);
+  EXPECT_EQ(inputs[0].text, text);
+  EXPECT_EQ(inputs[1].text, "y");
+  auto small = ParseOpenAiEmbeddings(R"({"input": "z", "dimensions": 8})", {});
+  ASSERT_TRUE(std::holds_alternative<OpenAiEmbeddingsRequest>(small));
+  EXPECT_EQ(std::get<OpenAiEmbeddingsRequest>(small).request.inputs[0].text, "z");
+  EXPECT_EQ(std::get<OpenAiEmbeddingsRequest>(small).request.dimensions, 8);
 }
 
 TEST(Responses, LongestFloatTextsFitTheReservedBuffer) {
