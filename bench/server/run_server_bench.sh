@@ -8,14 +8,18 @@
 #      for; also run with the default 4 ms to show the batching window's cost;
 #   3. tokenbatch serve with the tiny TorchScript model (token-id inputs, since its
 #      vocabulary is 1000 ids).
-# Prints one RESULT line per configuration and the noop/bare ratio.
+# Prints one RESULT line per configuration and the noop/bare ratio. With
+# ROUNDS > 1, bare and noop (max_wait 0) run ROUNDS times alternately, each
+# pair giving a ratio, and the median ratio is printed too (the bare server's
+# own figure moves by +-10% between runs on a shared VM).
 #
-# Usage: bench/server/run_server_bench.sh BUILD_DIR [DURATION_S] [CONNECTIONS]
+# Usage: bench/server/run_server_bench.sh BUILD_DIR [DURATION_S] [CONNECTIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD="${1:?usage: run_server_bench.sh BUILD_DIR [DURATION_S] [CONNECTIONS]}"
+BUILD="${1:?usage: run_server_bench.sh BUILD_DIR [DURATION_S] [CONNECTIONS] [ROUNDS]}"
 DURATION="${2:-5}"
 CONNS="${3:-32}"
+ROUNDS="${4:-1}"
 TB="$BUILD/src/cli/tokenbatch"
 BARE="$BUILD/bench/server/bare_beast_server"
 LUA="bench/server/embeddings.lua"
@@ -51,10 +55,16 @@ REPLY_BYTES=$(curl -s -X POST -H 'Content-Type: application/json' -d "$TEXT_BODY
 pids+=($!)
 sleep 0.3
 echo "machine: $(nproc) cores; wrk -t1 -c$CONNS -d${DURATION}s; servers on 1 I/O thread; reply $REPLY_BYTES bytes"
-bare=$(BODY="$TEXT_BODY" run_wrk "bare_beast" "$PORT_BARE")
-echo "$bare"
-noop=$(BODY="$TEXT_BODY" run_wrk "tokenbatch_noop_wait0" "$PORT_NOOP")
-echo "$noop"
+rps() { sed -E 's/.*requests_per_s=([0-9.]+).*/\1/' <<<"$1"; }
+ratios=()
+for round in $(seq 1 "$ROUNDS"); do
+  bare=$(BODY="$TEXT_BODY" run_wrk "bare_beast" "$PORT_BARE")
+  echo "$bare"
+  noop=$(BODY="$TEXT_BODY" run_wrk "tokenbatch_noop_wait0" "$PORT_NOOP")
+  echo "$noop"
+  ratios+=("$(awk -v n="$(rps "$noop")" -v b="$(rps "$bare")" 'BEGIN { printf "%.3f", n / b }')")
+  if ((ROUNDS > 1)); then echo "round $round: ratio noop/bare = ${ratios[-1]}"; fi
+done
 "$TB" serve --backend noop --port "$PORT_NOOP_WAIT" --io-threads 1 --tokenization-workers 1 --log-level warn &
 pids+=($!)
 wait_up "$PORT_NOOP_WAIT"
@@ -69,5 +79,10 @@ if [ -f build/cache/models/tiny.pt ]; then
   BODY="$IDS_BODY" run_wrk "tokenbatch_tiny_model" "$PORT_TINY"
 fi
 
-rps() { sed -E 's/.*requests_per_s=([0-9.]+).*/\1/' <<<"$1"; }
-awk -v n="$(rps "$noop")" -v b="$(rps "$bare")" 'BEGIN { printf "ratio noop/bare = %.2f\n", n / b }'
+if ((ROUNDS > 1)); then
+  printf '%s\n' "${ratios[@]}" | sort -n | awk '{ r[NR] = $1 } END {
+    m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+    printf "median ratio noop/bare over %d rounds = %.2f (min %.2f, max %.2f)\n", NR, m, r[1], r[NR] }'
+else
+  printf 'ratio noop/bare = %.2f\n' "${ratios[0]}"
+fi

@@ -147,6 +147,7 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
 
 std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const tokenizer::Tokenizer& tok) {
   if (a.backend == "noop") {
+    if (a.noop_hidden < 1) Fail(fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
     return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
                                     .delay = std::chrono::microseconds(a.noop_delay_us),
                                     .normalize = a.normalize});

@@ -90,8 +90,14 @@ struct Pending {
   // Counts `k` inputs as resolved; the last one answers.
   void Release(std::size_t k) {
     if (remaining.fetch_sub(k) != k) return;
-    if (!error.ok()) {
-      done(error);
+    absl::Status failure;
+    {
+      // A client's disconnect can still call Fail (from an I/O thread) now.
+      std::lock_guard<std::mutex> lock(mu);
+      failure = error;
+    }
+    if (!failure.ok()) {
+      done(std::move(failure));
       return;
     }
     for (ItemOut& o : outs) {

@@ -2,6 +2,7 @@
 #include "server/float_text.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -34,6 +35,7 @@ constexpr std::uint32_t kPow10[10] = {1,      10,      100,      1000,      1000
 // at once. One 8-byte store then writes them; building them with byte stores
 // and reading them back as a word stalled store-to-load forwarding.
 std::uint64_t EightDigits(std::uint32_t v) {
+  static_assert(std::endian::native == std::endian::little, "the first digit must be the lowest byte");
   const std::uint64_t quads = (v / 10000) | (static_cast<std::uint64_t>(v % 10000) << 32);
   const std::uint64_t hundreds = ((quads * 10486) >> 20) & 0x0000007F0000007Full;
   const std::uint64_t pairs = hundreds | ((quads - hundreds * 100) << 16);

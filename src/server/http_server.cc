@@ -164,7 +164,6 @@ class Session : public std::enable_shared_from_this<Session> {
 
   Session(tcp::socket&& socket, Shared* shared) : stream_(std::move(socket)), shared_(shared) {
     shared_->sessions.fetch_add(1);
-    shared_->AddSession(this);
   }
   ~Session() {
     shared_->RemoveSession(this);  // first: until then the sweep may read deadline_
@@ -187,7 +186,12 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  void Run() { net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this())); }
+  void Run() {
+    // Registered here, not in the constructor: the sweep reads weak_from_this(),
+    // which make_shared sets after the constructor returns.
+    shared_->AddSession(this);
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::DoRead, shared_from_this()));
+  }
 
  private:
   void DoRead() {

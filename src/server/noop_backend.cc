@@ -32,7 +32,7 @@ class NoopBackend final : public EmbeddingBackend {
   // offsets, raw and normalised: a request then costs a copy (the no-op backend
   // should cost next to nothing, so that benchmarks of it measure the server).
   explicit NoopBackend(const NoopBackendOptions& options) : options_(options) {
-    if (options_.hidden_size <= kMaxTabulatedHiddenSize) {
+    if (options_.hidden_size >= 1 && options_.hidden_size <= kMaxTabulatedHiddenSize) {
       for (int k = 0; k < 97; ++k) {
         FillVector(k, options_.hidden_size, false, raw_[k]);
         FillVector(k, options_.hidden_size, true, unit_[k]);
@@ -62,7 +62,7 @@ class NoopBackend final : public EmbeddingBackend {
       const std::int64_t seed = in.input_ids.front() + 31 * static_cast<std::int64_t>(in.input_ids.size());
       const int k = static_cast<int>((seed % 97 + 97) % 97);
       const bool normalize = in.normalize.value_or(options_.normalize);
-      if (dims == options_.hidden_size && options_.hidden_size <= kMaxTabulatedHiddenSize) {
+      if (dims == options_.hidden_size && !raw_[k].empty()) {
         out[i].values = normalize ? unit_[k] : raw_[k];
       } else {
         FillVector(k, dims, normalize, out[i].values);

@@ -7,9 +7,13 @@
 // comes back from whichever thread produced it (a tokenizer or Batcher worker)
 // through one reply queue: the first reply of a burst posts a single drain
 // handler to the I/O threads, which delivers every queued reply on its
-// connection's strand (one post and at most one wake-up per burst, not per reply). While a reply is pending the connection watches
-// its socket: a client that disconnects has its queued inputs cancelled.
-// A connection that does not deliver a whole request within read_timeout is closed.
+// connection's strand (one post and at most one wake-up per burst, not per
+// reply). Once a request has been pending for 5-10 ms the connection watches
+// its socket: a client that disconnects has its queued inputs cancelled (a
+// request answered sooner is never watched: the watch costs a syscall). A
+// connection that does not deliver a whole request within read_timeout, or
+// does not take its reply within it, is closed by a sweep that runs every
+// read_timeout / 4 (10 ms to 1 s), so up to that much late.
 //
 // Stop: stop accepting; new requests get 503 with Connection: close; the service
 // drains or fails its queue (ServerOptions::drain); every pending request is

@@ -42,7 +42,8 @@ struct ServerOptions {
   // A connection that takes longer than this to send a whole request (headers and
   // body) is closed: protects against slow clients holding a connection. The same
   // deadline closes an idle keep-alive connection and one that does not read
-  // its reply.
+  // its reply. Enforced by a sweep every read_timeout / 4 (10 ms to 1 s), so
+  // up to that much late.
   std::chrono::milliseconds read_timeout{30'000};
   // On Stop: drain queued inputs (compute them) or fail them with 503.
   ShutdownMode drain = ShutdownMode::kDrain;
