@@ -64,8 +64,9 @@ class ParsedBody {
     simdjson::dom::parser* parser = &reused;
     if (body.size() > kReusedParserBytes) parser = &own_.emplace();
     element root;
-    if (parser->parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
-      return Err(400, "malformed JSON: the body does not parse as JSON");
+    if (const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root)) {
+      return Err(400, absl::StrCat("malformed JSON: the body does not parse as JSON (",
+                                   simdjson::error_message(error), ")"));
     }
     if (root.get_object().get(root_) != simdjson::SUCCESS) return Err(400, "the JSON body must be an object");
     // A repeated field is ambiguous (parsers differ on which copy wins): reject

@@ -44,16 +44,6 @@ std::uint64_t EightDigits(std::uint32_t v) {
   return digits + 0x3030303030303030ull;  // + '0' in every byte
 }
 
-}  // namespace
-
-// Layout: the significand's digits are made left-aligned as nine digits
-// ("1234" -> "123400000"): a first digit and a word of eight (EightDigits). The
-// common case of an embedding component, |value| in [1e-4, 1), is then two
-// fixed-size stores and a pointer move by the real digit count; the padding
-// past it is overwritten by what follows or left beyond the returned end.
-// Every write stays within kMaxShortestFloatChars of `out`.
-namespace {
-
 // A finite float as sign, significand (up to 9 digits, no trailing zeros) and
 // decimal exponent: value = ±significand × 10^exponent. Zero has significand 0.
 struct Decimal {
@@ -74,6 +64,13 @@ inline Decimal ToDecimal(float value) {
   return d;
 }
 
+// Layout with fixed-size stores: the common case of an embedding component,
+// |value| in [1e-4, 1), is "0.000..." and the digits right-aligned to the
+// text's end; the other cases first left-align the significand as nine digits
+// ("1234" -> "123400000": a first digit and a word of eight, EightDigits).
+// Bytes written past the returned end are overwritten by what follows or left
+// beyond it. Every write stays within kMaxShortestFloatChars of `out` (a byte
+// for the sign, which a positive value then overwrites, and at most 16 more).
 inline char* WriteDecimal(char* out, Decimal decimal) {
   *out = '-';
   out += decimal.negative;  // no branch: embedding signs are coin flips

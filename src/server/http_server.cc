@@ -275,7 +275,8 @@ class Session : public std::enable_shared_from_this<Session> {
                              ? std::string(client_id)
                              : absl::StrCat("r", shared_->next_request_id.fetch_add(1));
     parser_.reset();
-    deadline_.store(kNoDeadline, std::memory_order_relaxed);  // inference may take long; the disconnect watch covers clients
+    // Inference may take long: no deadline; the disconnect watch covers clients.
+    deadline_.store(kNoDeadline, std::memory_order_relaxed);
     pending_ = true;
     const std::uint64_t gen = ++generation_;
     {
@@ -288,7 +289,6 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->ScheduleTokenizerWake();
     if (pending_ && cancel_) shared_->ScheduleWatch(weak_from_this(), gen);
   }
-
 
   // While a reply is pending, waits for the socket to become readable: EOF or an
   // error means the client left, so its queued inputs are cancelled. Bytes of a
