@@ -1,6 +1,6 @@
 // Router: one HTTP request in, one reply out, without sockets.
 //
-// The socket layer (http_server.cc) parses the wire format and hands the Router a
+// The socket layer (http_connection.cc) parses the wire format and hands the Router a
 // plain request; the Router checks the API key and the concurrency limit, parses
 // the body (api.h), calls the EmbeddingService, and answers through `respond`,
 // exactly once, possibly later and on another thread. Routes:

@@ -144,7 +144,7 @@ int MetricValue(const std::string& metrics, const std::string& series) {
 
 // A client sends five inputs, which queue behind a 400 ms batch, and closes its
 // connection `linger` after sending. The disconnect watch starts once a request
-// has been pending for a few ms (http_server.cc, AgedEntries); a client gone
+// has been pending for a few ms (http_connection.cc, AgedEntries); a client gone
 // before that is noticed then.
 void ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds linger) {
   ServiceOptions one_at_a_time;
