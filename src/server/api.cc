@@ -3,9 +3,7 @@
 #include "server/api.h"
 
 #include <bit>
-#include <cmath>
 #include <cstring>
-#include <iterator>
 
 #include <nlohmann/json.hpp>
 

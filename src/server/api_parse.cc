@@ -181,23 +181,29 @@ std::optional<ApiError> GetString(const ParsedBody& body, const char* field, std
   return std::nullopt;
 }
 
-// An integer field as int64; integers above INT64_MAX clamp to INT64_MAX (each
-// caller's range check then rejects them). nullopt if not an integer.
-std::optional<std::int64_t> IntegerValue(element v) {
-  if (v.type() == element_type::INT64) return v.get_int64().value_unsafe();
-  if (v.type() == element_type::UINT64) return INT64_MAX;  // only integers above INT64_MAX are typed so
+// An optional integer field in [lo, hi]: a non-integer is 400, one out of
+// range 422 ("`field` must be in [lo, hi], got v"); absent or null leaves `out`
+// as is. Integers above INT64_MAX (typed UINT64 by simdjson) are out of range.
+std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* field, std::int64_t lo,
+                                          std::int64_t hi, std::optional<std::int64_t>& out) {
+  const std::optional<element> v = body.Find(field);
+  if (!v) return std::nullopt;
+  const element_type type = v->type();
+  if (type != element_type::INT64 && type != element_type::UINT64) {
+    return Err(400, absl::StrCat("`", field, "` must be an integer, found ", TypeName(*v)));
+  }
+  const std::int64_t x = type == element_type::INT64 ? v->get_int64().value_unsafe() : INT64_MAX;
+  if (type == element_type::UINT64 || x < lo || x > hi) {
+    return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", simdjson::minify(*v)));
+  }
+  out = x;
   return std::nullopt;
 }
 
 std::optional<ApiError> GetDimensions(const ParsedBody& body, int& out) {
-  const std::optional<element> v = body.Find("dimensions");
-  if (!v) return std::nullopt;
-  const std::optional<std::int64_t> d = IntegerValue(*v);
-  if (!d) return Err(400, absl::StrCat("`dimensions` must be an integer, found ", TypeName(*v)));
-  if (*d < 1 || *d > (1 << 20)) {
-    return Err(422, absl::StrCat("`dimensions` must be in [1, ", 1 << 20, "], got ", simdjson::minify(*v)));
-  }
-  out = static_cast<int>(*d);
+  std::optional<std::int64_t> d;
+  if (auto e = GetBoundedInteger(body, "dimensions", 1, 1 << 20, d)) return e;
+  if (d) out = static_cast<int>(*d);
   return std::nullopt;
 }
 
@@ -205,15 +211,9 @@ std::optional<ApiError> GetDimensions(const ParsedBody& body, int& out) {
 // the scheduler's levels run the other way, so the level is its negation.
 // Bounded so that the negation cannot overflow and levels stay readable.
 std::optional<ApiError> GetPriority(const ParsedBody& body, int& level) {
-  const std::optional<element> v = body.Find("priority");
-  if (!v) return std::nullopt;
-  const std::optional<std::int64_t> p = IntegerValue(*v);
-  if (!p) return Err(400, absl::StrCat("`priority` must be an integer, found ", TypeName(*v)));
-  if (*p < -kMaxPriority || *p > kMaxPriority) {
-    return Err(422, absl::StrCat("`priority` must be in [-", kMaxPriority, ", ", kMaxPriority, "], got ",
-                                 simdjson::minify(*v)));
-  }
-  level = static_cast<int>(-*p);
+  std::optional<std::int64_t> p;
+  if (auto e = GetBoundedInteger(body, "priority", -kMaxPriority, kMaxPriority, p)) return e;
+  if (p) level = static_cast<int>(-*p);
   return std::nullopt;
 }
 

@@ -155,6 +155,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // request `gen` is still pending.
   void StartWatch(std::uint64_t gen);
 
+  // A connection on `socket`; `shared` outlives it. Counted in
+  // Shared::sessions; Run starts it.
   Session(tcp::socket&& socket, Shared* shared);
   ~Session();
 
@@ -167,6 +169,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // executor if its deadline has passed by then.
   void CloseIfPastDeadline();
 
+  // Registers for the deadline sweep and starts reading the first request.
+  // Call once, on a session owned by a shared_ptr.
   void Run();
 
  private:
