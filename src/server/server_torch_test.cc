@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/test_client.h"
+#include "testing/float_compare.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -37,10 +38,11 @@ TEST(ServerTorch, TinyModelMatchesPythonReference) {
   const json& expected = ref["mean_normalized"];
   ASSERT_EQ(b["data"].size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    const auto got = b["data"][i]["embedding"].get<std::vector<double>>();
-    const auto want = expected[i].get<std::vector<double>>();
-    ASSERT_EQ(got.size(), want.size());
-    for (std::size_t j = 0; j < got.size(); ++j) EXPECT_NEAR(got[j], want[j], 1e-4) << "input " << i << " dim " << j;
+    // Python computed each input alone, the server in a padded batch: equal to
+    // within the cross-CPU float32 tolerance.
+    EXPECT_TRUE(tokenbatch::testing::FloatsNear(b["data"][i]["embedding"].get<std::vector<double>>(),
+                                                expected[i].get<std::vector<double>>()))
+        << "input " << i;
   }
   // An id outside the model's vocabulary is the client's error, not a crash.
   auto bad = testing::Call(s.port, "POST", "/v1/embeddings", json{{"input", {{1, 1000}}}}.dump());

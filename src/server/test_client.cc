@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "testing/tokenizer_data.h"
 
 namespace tokenbatch::server::testing {
 
@@ -147,10 +148,10 @@ TestServer StartTestServer(ServerOptions server, ServiceOptions service, NoopBac
 TestServer StartTestServerWith(ServerOptions server, ServiceOptions service,
                                std::unique_ptr<EmbeddingBackend> backend) {
   TestServer out;
-  const std::string path = TOKENBATCH_ASSET_DIR "/qwen3/tokenizer.json";
+  const std::string path = tokenbatch::testing::TestTokenizerPath("qwen3");
   auto tok = tokenizer::Tokenizer::FromFile(path);
   if (!tok.ok()) {
-    ADD_FAILURE() << "cannot load " << path << " (run scripts/setup.sh): " << tok.status();
+    ADD_FAILURE() << "cannot load " << path << ": " << tok.status();
     return out;
   }
   server.port = 0;

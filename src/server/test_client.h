@@ -60,8 +60,8 @@ class Connection {
 std::optional<Response> Call(std::uint16_t port, std::string_view method, std::string_view path,
                              std::string_view body = {}, const std::vector<std::string>& extra_headers = {});
 
-// A running server with the noop backend and a real tokenizer (Qwen3's from
-// build/cache, written by scripts/setup.sh) on an ephemeral loopback port.
+// A running server with the noop backend and a real tokenizer (Qwen3's, from the
+// test tokenizer data: testing/tokenizer_data.h) on an ephemeral loopback port.
 struct TestServer {
   std::unique_ptr<EmbeddingService> service;
   std::unique_ptr<HttpServer> http;

@@ -1,6 +1,6 @@
 // Exactness against Hugging Face tokenizers: every id (and every offset) of our
-// encoder must equal the goldens that scripts/tokenizer/generate_goldens.js wrote
-// from the npm `tokenizers` package (Hugging Face's Rust library), for the corpus
+// encoder must equal the goldens that scripts/tokenizer/generate_goldens.py wrote
+// with PyPI's `tokenizers` (Hugging Face's Rust library), for the corpus
 // of corner cases and, for Qwen3 / Llama 3 / BERT, for ~2,000 real texts. The only
 // allowed differences are listed, each with its reason, in
 // testdata/tokenizer/exceptions.json; an exception that no longer differs fails too.
@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "testing/tokenizer_data.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 namespace tokenbatch::tokenizer {
 namespace {
 
-const std::string kAssets = TOKENBATCH_ASSET_DIR;
 const std::string kData = std::string(TOKENBATCH_TESTDATA_DIR) + "/tokenizer";
 
 std::string ReadFile(const std::string& path) {
@@ -41,7 +41,7 @@ std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
   return out;
 }
 
-// Same hash as generate_goldens.js: FNV-1a 64 folding one 32-bit value at a time.
+// Same hash as generate_goldens.py: FNV-1a 64 folding one 32-bit value at a time.
 std::string HashIds(const std::vector<uint32_t>& ids) {
   uint64_t h = 0xcbf29ce484222325ULL;
   for (const uint32_t id : ids) {
@@ -67,9 +67,9 @@ std::string TokenizerJson(const std::string& name) {
   const std::string synthetic_path = kData + "/synthetic/" + name + ".json";
   if (std::filesystem::exists(synthetic_path)) return ReadFile(synthetic_path);
   const std::string variant_path = kData + "/variants/" + name + ".json";
-  if (!std::filesystem::exists(variant_path)) return ReadFile(kAssets + "/" + name + "/tokenizer.json");
+  if (!std::filesystem::exists(variant_path)) return ReadFile(testing::TestTokenizerPath(name));
   const auto v = nlohmann::json::parse(ReadFile(variant_path));
-  auto base = nlohmann::json::parse(ReadFile(kAssets + "/" + v.at("base").get<std::string>() + "/tokenizer.json"));
+  auto base = nlohmann::json::parse(ReadFile(testing::TestTokenizerPath(v.at("base").get<std::string>())));
   if (v.contains("replace")) {
     for (const auto& [key, value] : v.at("replace").items()) base[key] = value;
   }
@@ -97,8 +97,8 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     const std::string base = GetParam().substr(0, GetParam().find('_'));
     if (base == "qwen3" || base == "llama3" || base == "bert") {
-      const std::string asset = kAssets + "/" + base + "/tokenizer.json";
-      ASSERT_TRUE(std::filesystem::exists(asset)) << asset << " is missing: run scripts/setup.sh to fetch the tokenizers";
+      const std::string asset = testing::TestTokenizerPath(base);
+      ASSERT_TRUE(std::filesystem::exists(asset)) << asset << " is missing: the tests read the shared tokenizer data (src/testing/tokenizer_data.h)";
     }
     auto tok = Tokenizer::FromJson(TokenizerJson(GetParam()));
     ASSERT_TRUE(tok.ok()) << tok.status();
@@ -114,7 +114,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
 TEST_P(GoldenTest, CorpusIdsOffsetsAndCountsMatchHuggingFace) {
   const auto corpus = ReadJsonl(kData + "/corpus.jsonl");
   const auto golden = ReadJsonl(kData + "/golden/" + GetParam() + ".corpus.jsonl");
-  ASSERT_EQ(corpus.size(), golden.size()) << "goldens are stale: run node scripts/tokenizer/generate_goldens.js";
+  ASSERT_EQ(corpus.size(), golden.size()) << "goldens are stale: run build/venv/bin/python scripts/tokenizer/generate_goldens.py";
   int compared = 0;
   int truncations = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
@@ -174,7 +174,7 @@ TEST_P(RealTextTest, IdsMatchHuggingFace) {
   const std::string golden_path = kData + "/golden/" + GetParam() + ".realtext.jsonl";
   const auto texts = ReadJsonl(kData + "/realtext.jsonl");
   const auto golden = ReadJsonl(golden_path);
-  ASSERT_EQ(texts.size(), golden.size()) << "goldens are stale: run node scripts/tokenizer/generate_goldens.js";
+  ASSERT_EQ(texts.size(), golden.size()) << "goldens are stale: run build/venv/bin/python scripts/tokenizer/generate_goldens.py";
   ASSERT_GT(texts.size(), 2000u);
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string name = texts[i].at("name");

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "nlohmann/json.hpp"
+#include "testing/tokenizer_data.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::tokenizer {
@@ -19,7 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kAssets = TOKENBATCH_ASSET_DIR;
 const std::string kData = std::string(TOKENBATCH_TESTDATA_DIR) + "/tokenizer";
 
 std::string ReadFile(const std::string& path) {
@@ -30,8 +30,8 @@ std::string ReadFile(const std::string& path) {
 }
 
 std::unique_ptr<Tokenizer> Load(const std::string& name) {
-  const std::string path = kAssets + "/" + name + "/tokenizer.json";
-  EXPECT_TRUE(std::filesystem::exists(path)) << path << " is missing: run scripts/setup.sh to fetch the tokenizers";
+  const std::string path = testing::TestTokenizerPath(name);
+  EXPECT_TRUE(std::filesystem::exists(path)) << path << " is missing: the tests read the shared tokenizer data (src/testing/tokenizer_data.h)";
   auto tok = Tokenizer::FromFile(path);
   EXPECT_TRUE(tok.ok()) << tok.status();
   return tok.ok() ? std::move(*tok) : nullptr;
