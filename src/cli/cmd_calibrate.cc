@@ -1,8 +1,10 @@
 // `tokenbatch calibrate`: measure a TorchScript encoder over a grid of batch shapes
 // on this device, fit the `memory` cost model (c0 + c1·B·L + c2·B·L² bytes) and a
 // latency model (a + b·B·L + c·B·L² µs), and recommend max_batch_tokens for a
-// memory limit under each cost model (sum, padded, memory). Prints a table; writes
-// JSON the server can load with --json. Progress goes to stderr.
+// memory limit under each cost model (sum, padded, memory), never beyond what it
+// measured (backend::RecommendFromGrid; calibration_check.h): otherwise it prints
+// why, writes the JSON without a recommendation, and exits 1. Prints a table;
+// writes JSON the server can load with --json. Progress goes to stderr.
 //
 //   tokenbatch calibrate --model build/cache/models/minilm.pt --memory-limit 6GiB
 //       --json build/calibration-minilm.json
@@ -22,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/peak_memory.h"
+#include "cli/calibration_file.h"
 #include "cli/commands.h"
 #include "tokenbatch/backend/calibration.h"
 #include "tokenbatch/backend/encoder.h"
@@ -49,6 +52,7 @@ struct CalibrateArgs {
   std::int64_t max_batch_size = 0;
   std::string json_out;
   std::string from_json;  // re-fit this saved calibration instead of measuring
+  bool extrapolate = false;  // allow budgets beyond the measured shapes
 };
 
 [[noreturn]] void Fail(const std::string& message) {
@@ -190,127 +194,146 @@ Measured FromJson(const std::string& path) {
     m.threads = j.at("threads").get<int>();
     m.loaded_bytes = j.at("loaded_process_bytes").get<std::int64_t>();
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
-    for (const nlohmann::json& p : j.at("grid")) {
-      m.points.push_back(GridPoint{p.at("batch_size").get<std::int64_t>(),
-                                   p.at("seq_len").get<std::int64_t>(),
-                                   p.at("latency_us").get<double>(),
-                                   p.at("peak_bytes").get<std::int64_t>()});
-    }
+    m.points = ParseCalibrationGrid(j.at("grid"));
   } catch (const nlohmann::json::exception& e) {
     Fail(fmt::format("{} is not a calibration written by this command: {}", path, e.what()));
   }
   return m;
 }
 
-void Run(const CalibrateArgs& args) {
-  const Measured m = args.from_json.empty() ? Measure(args) : FromJson(args.from_json);
-  const std::vector<GridPoint>& points = m.points;
-  const std::int64_t max_positions = m.model.value("max_positions", std::int64_t{0});
-  const std::int64_t max_input =
-      args.max_input_tokens > 0 ? args.max_input_tokens : (max_positions > 0 ? max_positions : 512);
+// The peak column: MiB, or "< R" for a reading below the probe's resolution.
+std::string PeakCell(const GridPoint& p, std::int64_t resolution) {
+  return p.peak_bytes >= resolution ? Mib(p.peak_bytes) : "<" + Mib(resolution);
+}
 
-  std::vector<double> bytes, micros;
-  for (const GridPoint& p : points) {
-    bytes.push_back(static_cast<double>(p.peak_bytes));
-    micros.push_back(p.latency_us);
-  }
-  absl::StatusOr<QuadraticFit> mem = backend::FitQuadraticCost(points, bytes);
-  absl::StatusOr<QuadraticFit> lat = backend::FitQuadraticCost(points, micros);
-  if (!mem.ok()) Fail(Text(mem.status()));
-  if (!lat.ok()) Fail(Text(lat.status()));
-
-  // The forward may use what the limit leaves after the loaded process and headroom,
-  // shrunk by the fit's worst relative shortfall among the shapes that matter for a
-  // budget (peak >= 10% of the largest; tiny shapes are allocator noise), so that
-  // the fitted model does not promise less than those shapes used.
-  double max_peak = 0, shortfall = 0;
-  for (const GridPoint& p : points) max_peak = std::max(max_peak, static_cast<double>(p.peak_bytes));
-  for (const GridPoint& p : points) {
-    if (p.peak_bytes < 0.1 * max_peak) continue;
-    const double y = static_cast<double>(p.peak_bytes);
-    shortfall = std::max(shortfall, (y - mem->At(p.batch_size, p.seq_len)) / y);
-  }
-  const double usable = static_cast<double>(args.memory_limit) * (1.0 - args.headroom) -
-                        static_cast<double>(m.loaded_bytes);
-  if (usable <= 0) {
-    Fail(fmt::format("memory limit {} MiB leaves nothing after the loaded model ({} MiB) and {:.0f}% "
-                     "headroom",
-                     Mib(args.memory_limit), Mib(m.loaded_bytes), args.headroom * 100));
-  }
-  const double budget = usable / (1.0 + shortfall);
-  backend::BudgetLimits limits{static_cast<std::int64_t>(budget), max_input, args.max_batch_size};
-  absl::StatusOr<backend::Recommendation> rec = backend::RecommendBudgets(*mem, limits);
-  if (!rec.ok()) Fail(Text(rec.status()));
-
+void PrintReport(const CalibrateArgs& args, const Measured& m, const backend::CalibrationResult& r,
+                 const backend::RecommendOptions& options) {
+  const std::int64_t resolution = options.peak_resolution_bytes;
   std::cout << fmt::format("{:>5} {:>6} {:>8} {:>12} {:>12} {:>12} {:>12}\n", "B", "L", "B*L",
                            "latency_ms", "fit_ms", "peak_MiB", "fit_MiB");
-  for (const GridPoint& p : points) {
+  for (const GridPoint& p : m.points) {
     std::cout << fmt::format("{:>5} {:>6} {:>8} {:>12.2f} {:>12.2f} {:>12} {:>12}\n", p.batch_size,
                              p.seq_len, p.batch_size * p.seq_len, p.latency_us / 1000,
-                             lat->At(p.batch_size, p.seq_len) / 1000, Mib(p.peak_bytes),
-                             Mib(mem->At(p.batch_size, p.seq_len)));
+                             r.latency.At(p.batch_size, p.seq_len) / 1000, PeakCell(p, resolution),
+                             Mib(r.memory.At(p.batch_size, p.seq_len)));
+  }
+  const std::size_t unmeasured = m.points.size() - r.measured.size();
+  if (unmeasured > 0) {
+    std::cout << fmt::format(
+        "\n{} of {} shapes read below the peak-memory probe's resolution ({} MiB): not measured, "
+        "left out of the memory fit\n",
+        unmeasured, m.points.size(), Mib(resolution));
   }
   std::cout << fmt::format(
-      "\nmemory  bytes = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}%, rms {:.1f}%, "
-      "max under {:.1f}%)\n",
-      mem->c0, mem->c1, mem->c2, 100 * mem->max_relative_error, 100 * mem->rms_relative_error,
-      100 * mem->max_underestimate);
+      "\nmemory  bytes = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}% on {} large shapes "
+      "(B*L >= {}), {:.1f}% on all measured)\n",
+      r.memory.c0, r.memory.c1, r.memory.c2, 100 * r.memory_judgement.max_relative_error,
+      r.memory_judgement.large_shapes, r.memory_judgement.large_from_tokens,
+      100 * r.memory.max_relative_error);
   std::cout << fmt::format(
-      "latency us    = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}%, rms {:.1f}%)\n",
-      lat->c0, lat->c1, lat->c2, 100 * lat->max_relative_error, 100 * lat->rms_relative_error);
+      "latency us    = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}% on {} large shapes, "
+      "{:.1f}% on all)\n",
+      r.latency.c0, r.latency.c1, r.latency.c2, 100 * r.latency_judgement.max_relative_error,
+      r.latency_judgement.large_shapes, 100 * r.latency.max_relative_error);
+  if (!r.refusal.empty()) return;
   std::cout << fmt::format(
       "\nmemory limit {} MiB, {:.0f}% headroom, loaded process {} MiB -> {} MiB for forwards,\n"
       "/ (1 + {:.3f} fit shortfall on large shapes) -> budget {} MiB; max_input_tokens {}, "
       "max_batch_size {}\n",
-      Mib(args.memory_limit), args.headroom * 100, Mib(m.loaded_bytes), Mib(usable), shortfall,
-      Mib(budget), max_input,
+      Mib(args.memory_limit), args.headroom * 100, Mib(m.loaded_bytes), Mib(r.forward_bytes), r.shortfall,
+      Mib(r.limits.memory_budget_bytes), r.limits.max_input_tokens,
       args.max_batch_size == 0 ? std::string("unbounded") : std::to_string(args.max_batch_size));
-  std::cout << fmt::format(
-      "recommended max_batch_tokens:  sum {}  padded {}  memory {} (bytes)\n", rec->sum_tokens,
-      rec->padded_tokens, rec->memory_bytes);
+  for (const std::string& note : r.notes) std::cout << "  " << note << "\n";
+  std::cout << fmt::format("recommended max_batch_tokens:  sum {}  padded {}  memory {} (bytes){}\n",
+                           r.recommendation.sum_tokens, r.recommendation.padded_tokens,
+                           r.recommendation.memory_bytes, args.extrapolate ? "  (extrapolation allowed)" : "");
+}
 
-  if (!args.json_out.empty()) {
-    nlohmann::json out = {
-        {"model", m.model},
-        {"device", m.device},
-        {"threads", m.threads},
-        {"pooling", m.pooling},
-        {"memory_model", FitJson(*mem, "c0", "c1", "c2")},
-        {"latency_model_us", FitJson(*lat, "a", "b", "c")},
-        {"fit",
-         {{"memory", {{"max_relative_error", mem->max_relative_error},
-                      {"rms_relative_error", mem->rms_relative_error}}},
-          {"latency", {{"max_relative_error", lat->max_relative_error},
-                       {"rms_relative_error", lat->rms_relative_error}}},
-          {"method", "relative least squares with c >= 0; x1 = B*L, x2 = B*L^2"}}},
-        {"peak_memory_method",
-         m.device == "cpu"
-             ? "VmHWM - VmRSS around each forward (malloc_trim, then /proc/self/clear_refs 5)"
-             : "CUDA caching allocator peak allocated bytes minus allocated at reset"},
-        {"memory_limit_bytes", args.memory_limit},
-        {"headroom", args.headroom},
-        {"loaded_process_bytes", m.loaded_bytes},
-        {"model_load_bytes", m.load_bytes},
-        {"forward_bytes", static_cast<std::int64_t>(usable)},
-        {"large_shape_fit_shortfall", shortfall},
-        {"memory_budget_bytes", limits.memory_budget_bytes},
-        {"max_input_tokens", max_input},
-        {"max_batch_size", args.max_batch_size},
-        {"recommended_max_batch_tokens",
-         {{"sum", rec->sum_tokens}, {"padded", rec->padded_tokens}, {"memory", rec->memory_bytes}}},
-        {"grid", nlohmann::json::array()},
-    };
-    for (const GridPoint& p : points) {
-      out["grid"].push_back({{"batch_size", p.batch_size},
-                             {"seq_len", p.seq_len},
-                             {"latency_us", p.latency_us},
-                             {"peak_bytes", p.peak_bytes}});
-    }
-    std::ofstream file(args.json_out);
-    file << out.dump(2) << "\n";
-    if (!file) Fail("cannot write " + args.json_out);
-    std::cerr << "calibrate: wrote " << args.json_out << "\n";
+nlohmann::json ResultJson(const CalibrateArgs& args, const Measured& m, const backend::CalibrationResult& r,
+                          const backend::RecommendOptions& options) {
+  const std::int64_t resolution = options.peak_resolution_bytes;
+  auto judgement = [](const QuadraticFit& f, const backend::FitJudgement& j) {
+    return nlohmann::json{{"max_relative_error", f.max_relative_error},
+                          {"rms_relative_error", f.rms_relative_error},
+                          {"large_shapes_from_tokens", j.large_from_tokens},
+                          {"large_shapes", j.large_shapes},
+                          {"large_shape_max_relative_error", j.max_relative_error}};
+  };
+  const backend::FitBounds& bounds = options.bounds;
+  nlohmann::json out = {
+      {"model", m.model},
+      {"device", m.device},
+      {"threads", m.threads},
+      {"pooling", m.pooling},
+      {"memory_model", FitJson(r.memory, "c0", "c1", "c2")},
+      {"latency_model_us", FitJson(r.latency, "a", "b", "c")},
+      {"fit",
+       {{"memory", judgement(r.memory, r.memory_judgement)},
+        {"latency", judgement(r.latency, r.latency_judgement)},
+        {"bounds", {{"large_shape_fraction", bounds.large_shape_fraction},
+                    {"min_large_shapes", bounds.min_large_shapes},
+                    {"max_memory_error", bounds.max_memory_error},
+                    {"max_latency_error", bounds.max_latency_error}}},
+        {"method", "relative least squares with c >= 0; x1 = B*L, x2 = B*L^2; memory on the measured "
+                   "peaks only"}}},
+      {"peak_memory_method",
+       m.device == "cpu"
+           ? "VmHWM - VmRSS around each forward (malloc_trim, then /proc/self/clear_refs 5)"
+           : "CUDA caching allocator peak allocated bytes minus allocated at reset"},
+      {"peak_resolution_bytes", resolution},
+      {"memory_limit_bytes", args.memory_limit},
+      {"headroom", args.headroom},
+      {"loaded_process_bytes", m.loaded_bytes},
+      {"model_load_bytes", m.load_bytes},
+      {"forward_bytes", static_cast<std::int64_t>(r.forward_bytes)},
+      {"large_shape_fit_shortfall", r.shortfall},
+      {"memory_budget_bytes", r.limits.memory_budget_bytes},
+      {"max_input_tokens", r.limits.max_input_tokens},
+      {"max_batch_size", args.max_batch_size},
+      {"extrapolated", args.extrapolate},
+      {"grid", nlohmann::json::array()},
+  };
+  if (r.refusal.empty()) {
+    out["recommended_max_batch_tokens"] = {{"sum", r.recommendation.sum_tokens},
+                                           {"padded", r.recommendation.padded_tokens},
+                                           {"memory", r.recommendation.memory_bytes}};
+    out["recommendation_notes"] = r.notes;
+  } else {
+    out["refused"] = r.refusal;
   }
+  for (const GridPoint& p : m.points) {
+    out["grid"].push_back({{"batch_size", p.batch_size},
+                           {"seq_len", p.seq_len},
+                           {"latency_us", p.latency_us},
+                           {"peak_bytes", p.peak_bytes},
+                           {"peak_measured", p.peak_bytes >= resolution}});
+  }
+  return out;
+}
+
+void Run(const CalibrateArgs& args) {
+  const Measured m = args.from_json.empty() ? Measure(args) : FromJson(args.from_json);
+  const std::int64_t max_positions = m.model.value("max_positions", std::int64_t{0});
+  backend::RecommendOptions options;
+  options.memory_limit_bytes = static_cast<std::int64_t>(args.memory_limit);
+  options.headroom = args.headroom;
+  options.loaded_process_bytes = m.loaded_bytes;
+  options.max_input_tokens =
+      args.max_input_tokens > 0 ? args.max_input_tokens : (max_positions > 0 ? max_positions : 512);
+  options.max_batch_size = args.max_batch_size;
+  options.peak_resolution_bytes = backend::PeakResolutionBytes(m.device);
+  options.allow_extrapolation = args.extrapolate;
+  absl::StatusOr<backend::CalibrationResult> r = backend::RecommendFromGrid(m.points, options);
+  if (!r.ok()) Fail(Text(r.status()));
+  PrintReport(args, m, *r, options);
+  if (!args.json_out.empty()) {
+    std::ofstream file(args.json_out);
+    file << ResultJson(args, m, *r, options).dump(2) << "\n";
+    if (!file) Fail("cannot write " + args.json_out);
+    std::cerr << "calibrate: wrote " << args.json_out << (r->refusal.empty() ? "" : " (without a recommendation)")
+              << "\n";
+  }
+  if (!r->refusal.empty()) Fail("no recommendation: " + r->refusal);
 }
 
 }  // namespace
@@ -359,6 +382,9 @@ void AddCalibrateCommand(CLI::App& app) {
                   "most requests per batch, bounds the worst-case padding (0 = unbounded)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", args->json_out, "write the calibration as JSON here");
+  cmd->add_flag("--extrapolate", args->extrapolate,
+                "allow budgets above the largest measured B*L, and --max-input-tokens above the longest "
+                "measured length (recorded in the JSON; off: such budgets are lowered or refused)");
   cmd->callback([args] { Run(*args); });
 }
 

@@ -33,6 +33,9 @@
 
 #include "cli/commands.h"
 #include "cli/duration_flag.h"
+#ifdef TOKENBATCH_HAVE_CALIBRATION_MODEL
+#include "cli/calibration_file.h"
+#endif
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/http_server.h"
 
@@ -96,6 +99,23 @@ T OrFail(absl::StatusOr<T> v, const std::string& what) {
   return *std::move(v);
 }
 
+// Refuses a calibration file that fails the checks `calibrate` applies before
+// it recommends (cli/calibration_file.h): a budget it did not measure, or a fit
+// that misses its large shapes, must not size this server's batches.
+void CheckCalibration(const nlohmann::json& calib, const std::string& path) {
+#ifdef TOKENBATCH_HAVE_CALIBRATION_MODEL
+  absl::StatusOr<CalibrationFile> file = ParseCalibrationFile(calib);
+  absl::Status status = file.ok() ? CheckCalibrationFile(*file) : file.status();
+  if (!status.ok()) {
+    Fail(fmt::format("--calibration {} is refused: {}. Run `tokenbatch calibrate` again (it lowers or refuses "
+                     "what it did not measure), or serve without --calibration",
+                     path, std::string(status.message())));
+  }
+#else
+  Fail(fmt::format("--calibration {}: this build has no calibration checks (the backend component is off)", path));
+#endif
+}
+
 // The scheduler options from the flags and, if given, a `tokenbatch calibrate`
 // JSON: its memory fit for --cost-model memory, and its recommended budget for the
 // chosen cost model unless --max-batch-tokens is set.
@@ -121,6 +141,7 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
     std::ifstream in(a.calibration);
     calib = nlohmann::json::parse(in, nullptr, false);
     if (calib.is_discarded() || !calib.is_object()) Fail("cannot parse --calibration " + a.calibration);
+    CheckCalibration(calib, a.calibration);
   }
   if (a.cost_model == "memory") {
     if (calib.is_null()) Fail("--cost-model memory needs --calibration FILE (from `tokenbatch calibrate`)");

@@ -1,4 +1,4 @@
-// Calibration: what batch budget fits this device for this model.
+// Calibration: measuring a model over a grid of batch shapes and fitting its cost.
 //
 // `tokenbatch calibrate` runs the encoder over a grid of batch shapes (B requests
 // of L tokens each), measures each shape's latency (µs) and peak memory (bytes
@@ -9,18 +9,9 @@
 //
 // by relative least squares with non-negative coefficients (the core's
 // CostModel::Memory refuses negative ones). c1 covers per-token activations (hidden states, MLP
-// intermediates), c2 eager attention's [B, heads, L, L] scores.
-//
-// From the memory fit and a memory budget it recommends max_batch_tokens under
-// each cost model, as the largest budget T whose worst admissible batch still fits:
-//   padded  B·Lmax <= T: the worst batch puts the budget into the longest rows,
-//           since c2·B·L² = c2·(B·L)·L grows with L: Lmax = min(T, max_input_tokens),
-//           B = min(max_batch_size, floor(T / Lmax)), scanning every Lmax <= that.
-//   sum     Σ tokens <= T: one request of Lmax tokens plus B-1 one-token requests
-//           pads to B·Lmax with B = min(max_batch_size, T - Lmax + 1); the worst Lmax
-//           is found by scanning. This worst case is pessimistic by design: a `sum`
-//           budget cannot stop one long request from padding many short ones.
-//   memory  the budget itself, in bytes.
+// intermediates), c2 eager attention's [B, heads, L, L] scores. What a fit may be
+// trusted for, and the budgets it recommends, are in calibration_model.h (pure,
+// libtorch-free, shared with `serve`).
 // Functions here are pure (except RunCalibrationGrid, which runs the model) and
 // thread-safe.
 #pragma once
@@ -28,33 +19,15 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tokenbatch/backend/calibration_check.h"
+#include "tokenbatch/backend/calibration_model.h"
 #include "tokenbatch/backend/encoder.h"
 
 namespace tokenbatch::backend {
-
-// One measured batch shape.
-struct GridPoint {
-  int64_t batch_size = 0;  // B
-  int64_t seq_len = 0;     // L, tokens per request (no padding: all rows length L)
-  double latency_us = 0;   // median wall time of Embed over the timed repeats
-  int64_t peak_bytes = 0;  // peak memory above the pre-forward level
-};
-
-// y = c0 + c1·x1 + c2·x2 with x1 = B·L, x2 = B·L² (units: those of y).
-struct QuadraticFit {
-  double c0 = 0, c1 = 0, c2 = 0;
-  double max_relative_error = 0;  // max over points of |fit - y| / max(y, 1)
-  double rms_relative_error = 0;  // root mean square of the same ratio
-  // max over points of (y - fit) / max(y, 1), or 0: how far the fit falls short on
-  // the dangerous side.
-  double max_underestimate = 0;
-
-  // The fitted value at B, L.
-  [[nodiscard]] double At(int64_t batch_size, int64_t seq_len) const;
-};
 
 // Fits y ≈ c0 + c1·B·L + c2·B·L² to (B, L, y) points by relative least squares
 // (minimises Σ ((fit - y) / max(|y|, 1))², since grids span orders of magnitude)
@@ -65,31 +38,45 @@ struct QuadraticFit {
 [[nodiscard]] absl::StatusOr<QuadraticFit> FitQuadraticCost(std::span<const GridPoint> shapes,
                                                             std::span<const double> y);
 
-// Bounds on admissible batches, for the recommendation.
-struct BudgetLimits {
-  int64_t memory_budget_bytes = 0;  // bytes a forward may add (limit - model - headroom)
-  int64_t max_input_tokens = 512;   // longest request (tokens) the server admits
-  int64_t max_batch_size = 0;       // most requests per batch; 0 = unbounded
+// What the recommendation may use, and how strictly it judges the fits.
+struct RecommendOptions {
+  int64_t memory_limit_bytes = 0;    // memory the serving process may use
+  double headroom = 0.10;            // fraction of the limit kept free
+  int64_t loaded_process_bytes = 0;  // the process with the model loaded, between forwards
+  int64_t max_input_tokens = 512;    // longest request the server admits
+  int64_t max_batch_size = 0;        // most requests per batch; 0 = unbounded
+  int64_t peak_resolution_bytes = kCpuPeakResolutionBytes;  // PeakResolutionBytes(device)
+  bool allow_extrapolation = false;  // budgets beyond the measured shapes (calibration_check.h)
+  FitBounds bounds;
 };
 
-// Recommended budgets; 0 means not even a single one-token request fits.
-struct Recommendation {
-  int64_t sum_tokens = 0;     // max_batch_tokens for the `sum` cost model
-  int64_t padded_tokens = 0;  // max_batch_tokens for the `padded` cost model
-  int64_t memory_bytes = 0;   // max_batch_tokens (bytes) for the `memory` cost model
+// A calibration's fits and recommendation, or why it recommends nothing.
+struct CalibrationResult {
+  std::vector<GridPoint> measured;  // the points whose peak is at or above the resolution
+  QuadraticFit memory;              // fitted on `measured`
+  QuadraticFit latency;             // fitted on every point
+  FitJudgement memory_judgement, latency_judgement;
+  double forward_bytes = 0;  // limit × (1 - headroom) - loaded process
+  double shortfall = 0;      // the memory fit's worst relative shortfall on large shapes
+  BudgetLimits limits;       // memory_budget_bytes = forward_bytes / (1 + shortfall)
+  Recommendation fitted;     // what the fit alone allows (RecommendBudgets)
+  Recommendation recommendation;  // lowered to the measurements (LimitToMeasurements)
+  std::vector<std::string> notes;  // one line per budget lowered
+  // Non-empty when the calibration must not recommend: why, and what to try. The
+  // recommendation is then all zeros; the fits are kept for the report.
+  std::string refusal;
 };
 
-// The worst predicted memory (bytes) of any batch admissible under a `padded`
-// (padded = true) or `sum` budget of `budget_tokens`; see the header overview.
-[[nodiscard]] double WorstCaseBytes(const QuadraticFit& memory, int64_t budget_tokens,
-                                    bool padded, const BudgetLimits& limits);
-
-// The largest budgets whose WorstCaseBytes stays within limits.memory_budget_bytes
-// (binary search). Capped at max_batch_size · max_input_tokens when max_batch_size
-// > 0 (no admissible batch is bigger), else at 2^30 tokens. Errors: InvalidArgumentError if
-// max_input_tokens < 1, max_batch_size < 0 or memory_budget_bytes < 0.
-[[nodiscard]] absl::StatusOr<Recommendation> RecommendBudgets(const QuadraticFit& memory,
-                                                              const BudgetLimits& limits);
+// The whole recommendation from a measured grid: drops peaks below the
+// resolution, fits memory (on the measured peaks) and latency (on all points),
+// judges both on the large shapes (JudgeFit), then recommends (RecommendBudgets),
+// lowers to the measurements (LimitToMeasurements) and checks the result
+// (CheckRecommendation). A fit that fails its bound, or an extrapolation not
+// allowed, sets `refusal` rather than an error. Errors: InvalidArgumentError when
+// the limit leaves no memory for forwards or the options are out of range;
+// FitQuadraticCost's errors other than too few points.
+[[nodiscard]] absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> points,
+                                                                  const RecommendOptions& options);
 
 // How to run the grid.
 struct GridOptions {

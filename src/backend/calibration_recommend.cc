@@ -1,0 +1,100 @@
+// RecommendFromGrid: from a measured grid to a recommendation that stays within
+// what was measured (calibration.h, calibration_check.h).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tokenbatch/backend/calibration.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::backend {
+namespace {
+
+std::string Mib(double bytes) { return absl::StrFormat("%.1f MiB", bytes / (1 << 20)); }
+
+absl::Status CheckOptions(const RecommendOptions& o) {
+  if (o.memory_limit_bytes <= 0 || !(o.headroom >= 0 && o.headroom < 1) || o.loaded_process_bytes < 0 ||
+      o.max_input_tokens < 1 || o.max_batch_size < 0 || o.peak_resolution_bytes < 1) {
+    return InvalidArgumentError(absl::StrCat(
+        "bad recommendation options: memory_limit_bytes ", o.memory_limit_bytes, " (> 0), headroom ",
+        o.headroom, " ([0, 1)), loaded_process_bytes ", o.loaded_process_bytes, " (>= 0), max_input_tokens ",
+        o.max_input_tokens, " (>= 1), max_batch_size ", o.max_batch_size, " (>= 0), peak_resolution_bytes ",
+        o.peak_resolution_bytes, " (>= 1)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> points,
+                                                    const RecommendOptions& options) {
+  if (absl::Status s = CheckOptions(options); !s.ok()) return s;
+  CalibrationResult r;
+  r.forward_bytes = static_cast<double>(options.memory_limit_bytes) * (1.0 - options.headroom) -
+                    static_cast<double>(options.loaded_process_bytes);
+  if (r.forward_bytes <= 0) {
+    return InvalidArgumentError(absl::StrFormat(
+        "memory limit %s leaves nothing after the loaded model (%s) and %.0f%% headroom",
+        Mib(static_cast<double>(options.memory_limit_bytes)),
+        Mib(static_cast<double>(options.loaded_process_bytes)), options.headroom * 100));
+  }
+  std::vector<double> micros;
+  for (const GridPoint& p : points) micros.push_back(p.latency_us);
+  absl::StatusOr<QuadraticFit> latency = FitQuadraticCost(points, micros);
+  if (!latency.ok()) return latency.status();
+  r.latency = *latency;
+
+  auto refuse = [&](std::string why) {
+    r.refusal = std::move(why);
+    r.recommendation = Recommendation{};
+    return r;
+  };
+  r.measured = MeasuredPeaks(points, options.peak_resolution_bytes);
+  if (r.measured.size() < 3) {
+    return refuse(absl::StrCat("only ", r.measured.size(), " of ", points.size(),
+                               " shapes used at least the peak-memory probe's resolution of ",
+                               Mib(static_cast<double>(options.peak_resolution_bytes)),
+                               " (a smaller reading is not a measurement): add larger shapes to --grid"));
+  }
+  std::vector<double> bytes;
+  for (const GridPoint& p : r.measured) bytes.push_back(static_cast<double>(p.peak_bytes));
+  absl::StatusOr<QuadraticFit> memory = FitQuadraticCost(r.measured, bytes);
+  if (!memory.ok()) return memory.status();
+  r.memory = *memory;
+
+  absl::StatusOr<FitJudgement> memory_judgement =
+      JudgeFit(r.memory, r.measured, bytes, options.bounds.max_memory_error, options.bounds, "memory");
+  if (!memory_judgement.ok()) return refuse(std::string(memory_judgement.status().message()));
+  r.memory_judgement = *memory_judgement;
+  absl::StatusOr<FitJudgement> latency_judgement =
+      JudgeFit(r.latency, points, micros, options.bounds.max_latency_error, options.bounds, "latency");
+  if (!latency_judgement.ok()) return refuse(std::string(latency_judgement.status().message()));
+  r.latency_judgement = *latency_judgement;
+
+  // The budget is shrunk by the memory fit's worst shortfall on the large shapes,
+  // so that the fitted model does not promise less than those shapes used.
+  for (size_t i = 0; i < r.measured.size(); ++i) {
+    const GridPoint& p = r.measured[i];
+    if (p.batch_size * p.seq_len < r.memory_judgement.large_from_tokens) continue;
+    r.shortfall = std::max(r.shortfall, (bytes[i] - r.memory.At(p.batch_size, p.seq_len)) / bytes[i]);
+  }
+  r.limits = BudgetLimits{static_cast<int64_t>(r.forward_bytes / (1.0 + r.shortfall)), options.max_input_tokens,
+                          options.max_batch_size, static_cast<int64_t>(r.forward_bytes)};
+  absl::StatusOr<Recommendation> fitted = RecommendBudgets(r.memory, r.limits);
+  if (!fitted.ok()) return fitted.status();
+  r.fitted = *fitted;
+  absl::StatusOr<Recommendation> limited = LimitToMeasurements(
+      r.fitted, r.memory, r.measured, r.limits, options.allow_extrapolation, &r.notes);
+  if (!limited.ok()) return refuse(std::string(limited.status().message()));
+  r.recommendation = *limited;
+  if (absl::Status s = CheckRecommendation(r.recommendation, r.memory, r.measured, r.limits,
+                                           options.allow_extrapolation);
+      !s.ok()) {
+    return absl::InternalError(absl::StrCat("the recommendation fails its own check: ", s.message()));
+  }
+  return r;
+}
+
+}  // namespace tokenbatch::backend

@@ -1,0 +1,51 @@
+// A calibration file written by `tokenbatch calibrate`, read back and checked
+// before anything trusts it (`serve --calibration`, `calibrate --from-json`).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tokenbatch/backend/calibration_check.h"
+#include "tokenbatch/backend/calibration_model.h"
+
+namespace tokenbatch::cli {
+
+// The fields of a calibration file that its checks need. Files written before
+// the checks existed lack peak_resolution_bytes and extrapolated: the resolution
+// is then the device's (backend::PeakResolutionBytes) and extrapolated is false.
+struct CalibrationFile {
+  std::string device;                     // "cpu", "cuda:0", ...
+  std::vector<backend::GridPoint> grid;   // every measured shape, as written
+  std::int64_t peak_resolution_bytes = 0;
+  backend::QuadraticFit memory;           // memory_model: c0, c1, c2 (bytes)
+  backend::QuadraticFit latency;          // latency_model_us: a, b, c (µs)
+  backend::BudgetLimits limits;           // memory_budget_bytes, max_input_tokens, max_batch_size, forward_bytes
+  std::optional<backend::Recommendation> recommendation;  // recommended_max_batch_tokens, if any
+  bool extrapolated = false;
+  std::string refused;  // why calibrate recommended nothing, if it did not
+};
+
+// The grid array of a calibration file (batch_size, seq_len, latency_us,
+// peak_bytes per shape). Throws nlohmann::json::exception on a missing or
+// ill-typed field.
+[[nodiscard]] std::vector<backend::GridPoint> ParseCalibrationGrid(const nlohmann::json& grid);
+
+// Reads a parsed calibration file. Errors: InvalidArgumentError naming the first
+// missing or ill-typed field.
+[[nodiscard]] absl::StatusOr<CalibrationFile> ParseCalibrationFile(const nlohmann::json& file);
+
+// The checks `calibrate` applies before it recommends (calibration_check.h), run
+// again on the file from its grid: the memory fit on the measured peaks and the
+// latency fit on every shape must be within `bounds` on the large shapes, and the
+// recommendation within the memory budget and the measured range. Errors:
+// InvalidArgumentError saying which check failed and why.
+[[nodiscard]] absl::Status CheckCalibrationFile(const CalibrationFile& file,
+                                                const backend::FitBounds& bounds = {});
+
+}  // namespace tokenbatch::cli

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# `tokenbatch calibrate` never recommends what it did not measure, and `serve
+# --calibration` refuses a file that does. On the shipped binary and the bundled
+# MiniLM-shaped model:
+#   1. every recommended budget is predicted within the memory budget, is no
+#      larger than the largest measured B x L, and admits no measured shape whose
+#      peak exceeded what the limit leaves (recomputed here from the JSON, in
+#      Python, independently of the C++ checks);
+#   2. a single-length grid recommends nothing and exits non-zero, saying why;
+#   3. serve accepts the good file (new and old format) and refuses, before it
+#      starts, a file that recommends 2^30 tokens from a fit pulled to 0 by
+#      unmeasured (zero) peaks, as an earlier calibrate wrote; the reported file
+#      itself is refused, and re-fitting its grid stays within what it measured.
+# Usage: calibrate_recommendation.sh TOKENBATCH_BINARY MODEL.pt
+set -euo pipefail
+bin="${1:?usage: calibrate_recommendation.sh TOKENBATCH_BINARY MODEL.pt}"
+model="${2:?usage: calibrate_recommendation.sh TOKENBATCH_BINARY MODEL.pt}"
+dir="$(mktemp -d)"
+trap 'rm -rf "$dir"' EXIT
+py=/usr/bin/python3
+
+"$bin" calibrate --model "$model" --memory-limit 6GiB --grid 1,4,16:32,128,512 --max-shape-tokens 8192 \
+  --warmup 1 --repeats 1 --threads 1 --json "$dir/good.json" > "$dir/good.txt"
+grep -q "recommended max_batch_tokens" "$dir/good.txt"
+
+"$py" - "$dir/good.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert "refused" not in c, c.get("refused")
+m = c["memory_model"]
+at = lambda b, l: m["c0"] + m["c1"] * b * l + m["c2"] * b * l * l
+budget, forward = c["memory_budget_bytes"], c["forward_bytes"]
+lmax_cap, bmax = c["max_input_tokens"], c["max_batch_size"]
+measured = [g for g in c["grid"] if g["peak_measured"]]
+assert len(measured) >= 3, c["grid"]
+assert all(g["peak_bytes"] >= c["peak_resolution_bytes"] for g in measured)
+max_tokens = max(g["batch_size"] * g["seq_len"] for g in measured)
+
+def worst(t, padded):
+    out = 0
+    for l in range(1, min(t, lmax_cap) + 1):
+        b = t // l if padded else t - l + 1
+        if bmax:
+            b = min(b, bmax)
+        if b >= 1:
+            out = max(out, at(b, l))
+    return out
+
+rec = c["recommended_max_batch_tokens"]
+assert not c["extrapolated"]
+for name, padded in (("sum", False), ("padded", True)):
+    t = rec[name]
+    assert 0 < t <= max_tokens, f"{name} budget {t} outside the measured range (max B*L {max_tokens})"
+    assert worst(t, padded) <= budget * (1 + 1e-9) + 1, f"{name} budget {t} predicts {worst(t, padded)} > {budget}"
+    for g in measured:
+        if g["batch_size"] * g["seq_len"] <= t:
+            assert g["peak_bytes"] <= forward, f"{name} budget {t} admits {g}"
+biggest = max(at(g["batch_size"], g["seq_len"]) for g in measured)
+assert 0 < rec["memory"] <= min(budget, biggest + 1), (rec["memory"], budget, biggest)
+print("recommendation within the limit and the measured range:", rec)
+PY
+
+# A single sequence length cannot separate per-token from attention memory.
+if "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 1,2,4,8:128 --max-input-tokens 128 \
+    --warmup 0 --repeats 1 --threads 1 --json "$dir/single.json" > /dev/null 2> "$dir/single.err"; then
+  echo "calibrate recommended from a single-length grid" >&2; exit 1
+fi
+grep -q "single sequence length" "$dir/single.err"
+grep -q '"refused"' "$dir/single.json"
+if grep -q '"recommended_max_batch_tokens"' "$dir/single.json"; then
+  echo "a refused calibration wrote a recommendation" >&2; exit 1
+fi
+
+# The old-format file (no resolution, no extrapolation field) is checked from its
+# grid; the broken one is built from it the way the old fit went wrong.
+"$py" - "$dir" <<'PY'
+import json, sys
+d = sys.argv[1]
+c = json.load(open(f"{d}/good.json"))
+old = {k: v for k, v in c.items() if k not in ("peak_resolution_bytes", "extrapolated")}
+for g in old["grid"]:
+    g.pop("peak_measured")
+json.dump(old, open(f"{d}/old_good.json", "w"))
+bad = dict(old)
+bad["grid"] = [dict(g) for g in old["grid"]]
+for g in bad["grid"][:3]:
+    g["peak_bytes"] = 0
+bad["memory_model"] = {"c0": 0, "c1": 0, "c2": 1.02092e-07}
+bad["recommended_max_batch_tokens"] = {"sum": 1 << 30, "padded": 1 << 30, "memory": 1956418765}
+json.dump(bad, open(f"{d}/bad.json", "w"))
+PY
+
+port="$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+serve_ok() {  # serve_ok FILE: starts with it, answers /health, stops on SIGTERM with 0
+  "$bin" serve --backend noop --port "$port" --calibration "$1" 2> "$dir/serve.err" &
+  local pid=$! up=0
+  for _ in $(seq 100); do
+    if "$py" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=1)" 2>/dev/null; then
+      up=1; break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+  wait "$pid" || { echo "serve with $1 exited non-zero" >&2; cat "$dir/serve.err" >&2; return 1; }
+  [ "$up" = 1 ] || { echo "serve with $1 never answered" >&2; cat "$dir/serve.err" >&2; return 1; }
+}
+serve_ok "$dir/good.json"
+serve_ok "$dir/old_good.json"
+if timeout 20 "$bin" serve --backend noop --port "$port" --calibration "$dir/bad.json" 2> "$dir/bad.err"; then
+  echo "serve accepted a calibration that recommends 2^30 tokens" >&2; exit 1
+fi
+grep -q "is refused" "$dir/bad.err"
+cat "$dir/bad.err"
+
+# The reported file itself (testdata/calibration/README.md): serve refuses it, and
+# re-fitting its grid recommends within what it measured.
+reported="$(cd "$(dirname "$0")/../.." && pwd)/testdata/calibration/minilm_cpu_2_30.json"
+if timeout 20 "$bin" serve --backend noop --port "$port" --calibration "$reported" 2> "$dir/reported.err"; then
+  echo "serve accepted the reported 2^30 calibration" >&2; exit 1
+fi
+grep -q "is refused" "$dir/reported.err"
+"$bin" calibrate --from-json "$reported" --memory-limit 6GiB --json "$dir/refit.json" > /dev/null
+"$py" - "$dir/refit.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+rec = c["recommended_max_batch_tokens"]
+measured = [g for g in c["grid"] if g["peak_measured"]]
+assert len(measured) < len(c["grid"]), "the zero peaks must not count as measurements"
+largest = max(g["batch_size"] * g["seq_len"] for g in measured)
+assert 0 < rec["padded"] <= largest and 0 < rec["sum"] <= largest, (rec, largest)
+print("re-fit of the reported grid:", rec)
+PY
+echo "calibrate_recommendation: all checks passed"
