@@ -51,12 +51,12 @@ TEST(MeasuredPeaksTest, ReadingsBelowTheResolutionAreNotMeasurements) {
 
 TEST(JudgeFitTest, AnExactFitPassesOnTheLargeShapes) {
   const std::vector<GridPoint> grid = ExactGrid();
-  absl::StatusOr<FitJudgement> j = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory");
-  ASSERT_TRUE(j.ok()) << j.status();
-  EXPECT_EQ(j->large_from_tokens, 4096);  // a quarter of 32 × 512
+  FitJudgement j;
+  ASSERT_TRUE(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", &j).ok());
+  EXPECT_EQ(j.large_from_tokens, 4096);  // a quarter of 32 × 512
   // B·L >= 4096: (8,512) (16,256) (16,512) (32,128) (32,256) (32,512).
-  EXPECT_EQ(j->large_shapes, 6);
-  EXPECT_LT(j->max_relative_error, 1e-6);
+  EXPECT_EQ(j.large_shapes, 6);
+  EXPECT_LT(j.max_relative_error, 1e-6);
 }
 
 TEST(JudgeFitTest, OneLargeShapeFarOffIsRefusedByName) {
@@ -64,16 +64,21 @@ TEST(JudgeFitTest, OneLargeShapeFarOffIsRefusedByName) {
   for (GridPoint& p : grid) {
     if (p.batch_size == 16 && p.seq_len == 512) p.peak_bytes *= 2;
   }
-  absl::StatusOr<FitJudgement> j = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory");
-  EXPECT_EQ(GetErrorKind(j.status()), ErrorKind::kInvalidArgument);
-  EXPECT_THAT(std::string(j.status().message()), HasSubstr("[16, 512] by 50.0%"));
-  EXPECT_THAT(std::string(j.status().message()), HasSubstr("--threads"));
+  FitJudgement j;
+  const absl::Status s = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", &j);
+  EXPECT_EQ(GetErrorKind(s), ErrorKind::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("[16, 512] by 50.0%"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("--threads"));
+  // The report can still show what was judged.
+  EXPECT_EQ(j.large_shapes, 6);
+  EXPECT_NEAR(j.max_relative_error, 0.5, 1e-6);
+  EXPECT_EQ(j.worst.batch_size, 16);
 }
 
 TEST(JudgeFitTest, ASmallShapeFarOffDoesNotDecide) {
   std::vector<GridPoint> grid = ExactGrid();
   grid[0].peak_bytes *= 10;  // [1, 16]: allocator noise at the bottom of the grid
-  EXPECT_TRUE(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory").ok());
+  EXPECT_TRUE(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", nullptr).ok());
 }
 
 TEST(JudgeFitTest, ASingleLengthGridCannotSeparateTheTerms) {
@@ -81,20 +86,21 @@ TEST(JudgeFitTest, ASingleLengthGridCannotSeparateTheTerms) {
   for (const GridPoint& p : ExactGrid()) {
     if (p.seq_len == 256) grid.push_back(p);
   }
-  absl::StatusOr<FitJudgement> j = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory");
-  EXPECT_EQ(GetErrorKind(j.status()), ErrorKind::kInvalidArgument);
-  EXPECT_THAT(std::string(j.status().message()), HasSubstr("single sequence length"));
+  const absl::Status s = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", nullptr);
+  EXPECT_EQ(GetErrorKind(s), ErrorKind::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("single sequence length"));
 }
 
 TEST(JudgeFitTest, TooFewLargeShapesOrPointsCannotJudge) {
   // Only the largest shape reaches a quarter of the largest B·L.
-  std::vector<GridPoint> grid = {{1, 16, 1, 0}, {1, 64, 1, 0}, {2, 32, 1, 0}, {32, 512, 1, 0}};
+  std::vector<GridPoint> grid = {{1, 16, 1, 0}, {1, 64, 1, 0}, {2, 32, 1, 0}, {4, 64, 1, 0}, {32, 512, 1, 0}};
   for (GridPoint& p : grid) p.peak_bytes = static_cast<int64_t>(kTrue.At(p.batch_size, p.seq_len));
-  absl::StatusOr<FitJudgement> j = JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory");
-  EXPECT_THAT(std::string(j.status().message()), HasSubstr("at least 2 are needed"));
-  grid.resize(2);
-  EXPECT_THAT(std::string(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory").status().message()),
-              HasSubstr("only 2 shapes"));
+  EXPECT_THAT(std::string(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", nullptr).message()),
+              HasSubstr("at least 2 are needed"));
+  // Three points fit three coefficients exactly, whatever their noise: no judgement.
+  grid.resize(3);
+  EXPECT_THAT(std::string(JudgeFit(kTrue, grid, Peaks(grid), 0.10, FitBounds{}, "memory", nullptr).message()),
+              HasSubstr("only 3 shapes"));
 }
 
 // Limits for ExactGrid: 1 GiB for forwards, Lmax 512.
@@ -102,12 +108,39 @@ BudgetLimits Limits(int64_t max_input_tokens = 512, int64_t max_batch_size = 0) 
   return BudgetLimits{int64_t{1} << 30, max_input_tokens, max_batch_size, int64_t{1} << 30};
 }
 
-TEST(LimitToMeasurementsTest, NoBudgetBeyondTheLargestMeasuredShapeUnlessAsked) {
+TEST(AdmitsTest, EachCostModelsOwnRule) {
+  const GridPoint shape{8, 256, 0, 0};
+  // padded: B·Lmax <= T.
+  EXPECT_TRUE(Admits(BudgetKind::kPadded, 2048, shape, kTrue, Limits()));
+  EXPECT_FALSE(Admits(BudgetKind::kPadded, 2047, shape, kTrue, Limits()));
+  // sum: a 256-token request and seven 1-token ones (263 tokens) pad to [8, 256].
+  EXPECT_TRUE(Admits(BudgetKind::kSum, 263, shape, kTrue, Limits()));
+  EXPECT_FALSE(Admits(BudgetKind::kSum, 262, shape, kTrue, Limits()));
+  // memory: fitted bytes <= the budget.
+  const auto fitted = static_cast<int64_t>(kTrue.At(8, 256));
+  EXPECT_TRUE(Admits(BudgetKind::kMemory, fitted, shape, kTrue, Limits()));
+  EXPECT_FALSE(Admits(BudgetKind::kMemory, fitted - 1, shape, kTrue, Limits()));
+  // Never beyond max_input_tokens or max_batch_size.
+  EXPECT_FALSE(Admits(BudgetKind::kPadded, 1 << 20, shape, kTrue, Limits(128)));
+  EXPECT_FALSE(Admits(BudgetKind::kPadded, 1 << 20, shape, kTrue, Limits(512, 4)));
+}
+
+TEST(AdmitsTest, LargestAdmittedTokensHandDerived) {
+  EXPECT_EQ(LargestAdmittedTokens(BudgetKind::kPadded, 1000, kTrue, Limits()), 1000);
+  // sum: (T - L + 1)·L is largest at L = 500 or 501: 501 × 500.
+  EXPECT_EQ(LargestAdmittedTokens(BudgetKind::kSum, 1000, kTrue, Limits()), 250500);
+  EXPECT_EQ(LargestAdmittedTokens(BudgetKind::kSum, 1000, kTrue, Limits(512, 8)), 8 * 512);
+  // memory: the most rows is at L = 1, 20,528 bytes a row: floor(2^30 / 20528).
+  EXPECT_EQ(LargestAdmittedTokens(BudgetKind::kMemory, int64_t{1} << 30, kTrue, Limits()), 52306);
+  EXPECT_EQ(LargestAdmittedTokens(BudgetKind::kMemory, 0, kTrue, Limits()), 0);
+}
+
+TEST(LimitToMeasurementsTest, NoBudgetAdmitsMoreThanWasMeasuredUnlessAsked) {
   const std::vector<GridPoint> grid = ExactGrid();
-  // What the issue's broken fit recommended (2^30 everywhere) fails the checks.
-  const Recommendation issue{int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30};
-  EXPECT_FALSE(CheckRecommendation(issue, kTrue, grid, Limits(), false).ok());
-  // The fit alone allows more than was measured: a padded budget past 32 × 512.
+  // What the reported broken fit recommended (2^30 everywhere) fails the checks.
+  const Recommendation reported{int64_t{1} << 30, int64_t{1} << 30, int64_t{1} << 30};
+  EXPECT_FALSE(CheckRecommendation(reported, kTrue, grid, Limits(), false).ok());
+  // The fit alone allows batches beyond the largest measured, 32 × 512 = 16,384 tokens.
   absl::StatusOr<Recommendation> fitted = RecommendBudgets(kTrue, Limits());
   ASSERT_TRUE(fitted.ok());
   ASSERT_GT(fitted->padded_tokens, 16384);
@@ -116,12 +149,14 @@ TEST(LimitToMeasurementsTest, NoBudgetBeyondTheLargestMeasuredShapeUnlessAsked) 
   std::vector<std::string> notes;
   absl::StatusOr<Recommendation> r = LimitToMeasurements(*fitted, kTrue, grid, Limits(), false, &notes);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->padded_tokens, 16384);  // 32 × 512, the largest measured
-  EXPECT_EQ(r->sum_tokens, fitted->sum_tokens);  // already within it
-  EXPECT_EQ(r->memory_bytes, static_cast<int64_t>(kTrue.At(32, 512)));
-  ASSERT_EQ(notes.size(), 2u);
-  EXPECT_THAT(notes[0], HasSubstr("padded budget lowered from " + std::to_string(fitted->padded_tokens) +
-                                  " to 16384: the largest measured shape has 16384 tokens"));
+  EXPECT_EQ(r->padded_tokens, 16384);
+  // sum 255: at L = 128 it pads 128 rows to 16,384 tokens; 256 would pad 129.
+  EXPECT_EQ(r->sum_tokens, 255);
+  // memory: one-token rows at 20,528 bytes each, at most 16,384 of them.
+  EXPECT_EQ(r->memory_bytes, 16385 * 20528 - 1);
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_THAT(notes[1], HasSubstr("padded budget lowered from " + std::to_string(fitted->padded_tokens) +
+                                  " to 16384: it admitted batches of more than the 16384 tokens"));
   EXPECT_TRUE(CheckRecommendation(*r, kTrue, grid, Limits(), false).ok());
   // Asked for, extrapolation keeps the fit's budgets (and the file records it).
   absl::StatusOr<Recommendation> e = LimitToMeasurements(*fitted, kTrue, grid, Limits(), true, nullptr);
@@ -132,7 +167,7 @@ TEST(LimitToMeasurementsTest, NoBudgetBeyondTheLargestMeasuredShapeUnlessAsked) 
 
 TEST(LimitToMeasurementsTest, LongerInputsThanMeasuredNeedExtrapolation) {
   const std::vector<GridPoint> grid = ExactGrid();
-  const Recommendation some{1000, 1000, 1000};
+  const Recommendation some{100, 1000, 1000};
   absl::StatusOr<Recommendation> r = LimitToMeasurements(some, kTrue, grid, Limits(1024), false, nullptr);
   EXPECT_EQ(GetErrorKind(r.status()), ErrorKind::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("--extrapolate"));
@@ -140,25 +175,22 @@ TEST(LimitToMeasurementsTest, LongerInputsThanMeasuredNeedExtrapolation) {
   EXPECT_TRUE(LimitToMeasurements(some, kTrue, grid, Limits(1024), true, nullptr).ok());
 }
 
-TEST(LimitToMeasurementsTest, AMeasuredShapeOverTheLimitIsNeverAdmitted) {
+TEST(CheckRecommendationTest, AMeasuredShapeOverTheLimitMustNotBeAdmitted) {
   std::vector<GridPoint> grid = ExactGrid();
-  // [8, 256] (2,048 tokens) really used 2 GiB, far above its fit and the 1 GiB limit.
+  // [8, 256] really used 2 GiB, far above its fit and the 1 GiB limit.
   for (GridPoint& p : grid) {
     if (p.batch_size == 8 && p.seq_len == 256) p.peak_bytes = int64_t{2} << 30;
   }
-  // At most 32 requests a batch, so that only the measured shape limits these budgets.
   const BudgetLimits limits = Limits(512, 32);
-  const Recommendation fitted{4000, 8000, int64_t{900} * kMiB};
-  EXPECT_THAT(std::string(CheckRecommendation(fitted, kTrue, grid, limits, false).message()),
-              HasSubstr("admits the measured shape [8, 256], which used 2048.0 MiB"));
-  std::vector<std::string> notes;
-  absl::StatusOr<Recommendation> r = LimitToMeasurements(fitted, kTrue, grid, limits, false, &notes);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->padded_tokens, 2047);
-  EXPECT_EQ(r->sum_tokens, 2047);
-  EXPECT_LT(static_cast<double>(r->memory_bytes), kTrue.At(8, 256));
-  EXPECT_THAT(notes[0], HasSubstr("sum budget lowered from 4000 to 2047: the measured shape [8, 256] used 2048.0 MiB"));
-  EXPECT_TRUE(CheckRecommendation(*r, kTrue, grid, limits, false).ok());
+  // A sum budget of 263 admits 256 + 7 × 1 tokens, which pad to [8, 256].
+  EXPECT_THAT(std::string(CheckRecommendation(Recommendation{263, 0, 0}, kTrue, grid, limits, false).message()),
+              HasSubstr("sum budget 263 admits the measured shape [8, 256], which used 2048.0 MiB"));
+  EXPECT_TRUE(CheckRecommendation(Recommendation{262, 0, 0}, kTrue, grid, limits, false).ok());
+  EXPECT_FALSE(CheckRecommendation(Recommendation{0, 2048, 0}, kTrue, grid, limits, false).ok());
+  EXPECT_TRUE(CheckRecommendation(Recommendation{0, 2047, 0}, kTrue, grid, limits, false).ok());
+  const auto fitted = static_cast<int64_t>(kTrue.At(8, 256));
+  EXPECT_FALSE(CheckRecommendation(Recommendation{0, 0, fitted}, kTrue, grid, limits, false).ok());
+  EXPECT_TRUE(CheckRecommendation(Recommendation{0, 0, fitted - 1}, kTrue, grid, limits, false).ok());
 }
 
 TEST(CheckRecommendationTest, AWorstCaseOverTheBudgetIsCaught) {

@@ -46,8 +46,9 @@ absl::StatusOr<Recommendation> RecommendBudgets(const QuadraticFit& memory,
     // WorstCaseBytes is non-decreasing in the budget (coefficients are >= 0 and a
     // larger budget admits every batch a smaller one does), so binary search.
     int64_t lo = 0;
-    int64_t hi = limits.max_batch_size > 0 ? limits.max_batch_size * limits.max_input_tokens
-                                           : kMaxBudgetTokens;
+    const bool bounded = limits.max_batch_size > 0 &&
+                         limits.max_batch_size <= kMaxBudgetTokens / limits.max_input_tokens;  // no overflow
+    int64_t hi = bounded ? limits.max_batch_size * limits.max_input_tokens : kMaxBudgetTokens;
     if (WorstCaseBytes(memory, 1, padded, limits) > budget) return 0;
     if (WorstCaseBytes(memory, hi, padded, limits) <= budget) return hi;
     lo = 1;

@@ -12,15 +12,20 @@
 namespace tokenbatch::backend {
 namespace {
 
+// Largest max_input_tokens and max_batch_size accepted (budget scans are O(length)).
+constexpr int64_t kMaxLength = int64_t{1} << 20;
+
 std::string Mib(double bytes) { return absl::StrFormat("%.1f MiB", bytes / (1 << 20)); }
 
 absl::Status CheckOptions(const RecommendOptions& o) {
   if (o.memory_limit_bytes <= 0 || !(o.headroom >= 0 && o.headroom < 1) || o.loaded_process_bytes < 0 ||
-      o.max_input_tokens < 1 || o.max_batch_size < 0 || o.peak_resolution_bytes < 1) {
+      o.max_input_tokens < 1 || o.max_input_tokens > kMaxLength || o.max_batch_size < 0 ||
+      o.max_batch_size > kMaxLength || o.peak_resolution_bytes < 1) {
     return InvalidArgumentError(absl::StrCat(
         "bad recommendation options: memory_limit_bytes ", o.memory_limit_bytes, " (> 0), headroom ",
         o.headroom, " ([0, 1)), loaded_process_bytes ", o.loaded_process_bytes, " (>= 0), max_input_tokens ",
-        o.max_input_tokens, " (>= 1), max_batch_size ", o.max_batch_size, " (>= 0), peak_resolution_bytes ",
+        o.max_input_tokens, " (1..", kMaxLength, "), max_batch_size ", o.max_batch_size, " (0..", kMaxLength,
+        "), peak_resolution_bytes ",
         o.peak_resolution_bytes, " (>= 1)"));
   }
   return absl::OkStatus();
@@ -52,11 +57,12 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
     return r;
   };
   r.measured = MeasuredPeaks(points, options.peak_resolution_bytes);
-  if (r.measured.size() < 3) {
+  if (r.measured.size() < static_cast<size_t>(options.bounds.min_points)) {
     return refuse(absl::StrCat("only ", r.measured.size(), " of ", points.size(),
                                " shapes used at least the peak-memory probe's resolution of ",
                                Mib(static_cast<double>(options.peak_resolution_bytes)),
-                               " (a smaller reading is not a measurement): add larger shapes to --grid"));
+                               " (a smaller reading is not a measurement), and a fit needs ",
+                               options.bounds.min_points, ": add larger shapes to --grid"));
   }
   std::vector<double> bytes;
   for (const GridPoint& p : r.measured) bytes.push_back(static_cast<double>(p.peak_bytes));
@@ -64,23 +70,43 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
   if (!memory.ok()) return memory.status();
   r.memory = *memory;
 
-  absl::StatusOr<FitJudgement> memory_judgement =
-      JudgeFit(r.memory, r.measured, bytes, options.bounds.max_memory_error, options.bounds, "memory");
-  if (!memory_judgement.ok()) return refuse(std::string(memory_judgement.status().message()));
-  r.memory_judgement = *memory_judgement;
-  absl::StatusOr<FitJudgement> latency_judgement =
-      JudgeFit(r.latency, points, micros, options.bounds.max_latency_error, options.bounds, "latency");
-  if (!latency_judgement.ok()) return refuse(std::string(latency_judgement.status().message()));
-  r.latency_judgement = *latency_judgement;
+  if (absl::Status s = JudgeFit(r.memory, r.measured, bytes, options.bounds.max_memory_error, options.bounds,
+                                "memory", &r.memory_judgement);
+      !s.ok()) {
+    return refuse(std::string(s.message()));
+  }
+  if (absl::Status s = JudgeFit(r.latency, points, micros, options.bounds.max_latency_error, options.bounds,
+                                "latency", &r.latency_judgement);
+      !s.ok()) {
+    return refuse(std::string(s.message()));
+  }
 
-  // The budget is shrunk by the memory fit's worst shortfall on the large shapes,
-  // so that the fitted model does not promise less than those shapes used.
+  // The fit may predict y·(1 - s) for a large shape that used y (s: its worst
+  // relative shortfall there), so a batch predicted at F·(1 - s) may really use F.
+  double budget = r.forward_bytes;
   for (size_t i = 0; i < r.measured.size(); ++i) {
     const GridPoint& p = r.measured[i];
     if (p.batch_size * p.seq_len < r.memory_judgement.large_from_tokens) continue;
     r.shortfall = std::max(r.shortfall, (bytes[i] - r.memory.At(p.batch_size, p.seq_len)) / bytes[i]);
   }
-  r.limits = BudgetLimits{static_cast<int64_t>(r.forward_bytes / (1.0 + r.shortfall)), options.max_input_tokens,
+  budget *= 1.0 - r.shortfall;
+  // A measured shape that used more than the limit leaves must not be admitted, nor
+  // its neighbours that the fit underestimates alike: the budget goes below its
+  // fitted bytes scaled by what it really used.
+  for (size_t i = 0; i < r.measured.size(); ++i) {
+    const GridPoint& p = r.measured[i];
+    const bool formable = p.seq_len <= options.max_input_tokens &&
+                          (options.max_batch_size == 0 || p.batch_size <= options.max_batch_size);
+    if (!formable || bytes[i] <= r.forward_bytes) continue;
+    const double scaled = r.forward_bytes * r.memory.At(p.batch_size, p.seq_len) / bytes[i];
+    if (scaled < budget) {
+      budget = scaled;
+      r.notes.push_back(absl::StrCat("memory budget lowered to ", Mib(scaled), ": the measured shape [",
+                                     p.batch_size, ", ", p.seq_len, "] used ", Mib(bytes[i]), ", more than the ",
+                                     Mib(r.forward_bytes), " the limit leaves"));
+    }
+  }
+  r.limits = BudgetLimits{static_cast<int64_t>(std::max(budget, 0.0)), options.max_input_tokens,
                           options.max_batch_size, static_cast<int64_t>(r.forward_bytes)};
   absl::StatusOr<Recommendation> fitted = RecommendBudgets(r.memory, r.limits);
   if (!fitted.ok()) return fitted.status();
@@ -89,6 +115,11 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
       r.fitted, r.memory, r.measured, r.limits, options.allow_extrapolation, &r.notes);
   if (!limited.ok()) return refuse(std::string(limited.status().message()));
   r.recommendation = *limited;
+  if (r.recommendation.sum_tokens == 0 || r.recommendation.padded_tokens == 0 || r.recommendation.memory_bytes == 0) {
+    return refuse(absl::StrCat("not even a one-token batch fits the memory budget of ",
+                               Mib(static_cast<double>(r.limits.memory_budget_bytes)),
+                               " for forwards: raise --memory-limit or lower --headroom"));
+  }
   if (absl::Status s = CheckRecommendation(r.recommendation, r.memory, r.measured, r.limits,
                                            options.allow_extrapolation);
       !s.ok()) {

@@ -46,20 +46,37 @@ RecommendOptions Options() {
   return o;
 }
 
-// What every recommendation must satisfy, checked independently of the code under test.
+// What every recommendation must satisfy, recomputed here from each cost model's
+// rule (padded: B·L <= T; sum: L + B - 1 <= T; memory: fitted bytes <= M) rather
+// than through the code under test.
 void ExpectWithinMeasurements(const CalibrationResult& r) {
+  const BudgetLimits& lim = r.limits;
   int64_t max_tokens = 0;
   for (const GridPoint& p : r.measured) max_tokens = std::max(max_tokens, p.batch_size * p.seq_len);
-  EXPECT_GT(r.recommendation.padded_tokens, 0);
-  EXPECT_LE(r.recommendation.padded_tokens, max_tokens);
-  EXPECT_LE(r.recommendation.sum_tokens, max_tokens);
-  EXPECT_LE(WorstCaseBytes(r.memory, r.recommendation.padded_tokens, true, r.limits),
-            static_cast<double>(r.limits.memory_budget_bytes));
-  EXPECT_LE(WorstCaseBytes(r.memory, r.recommendation.sum_tokens, false, r.limits),
-            static_cast<double>(r.limits.memory_budget_bytes));
+  const Recommendation& rec = r.recommendation;
+  EXPECT_GT(rec.padded_tokens, 0);
+  EXPECT_GT(rec.sum_tokens, 0);
+  EXPECT_GT(rec.memory_bytes, 0);
+  EXPECT_LE(rec.memory_bytes, lim.memory_budget_bytes);
+  for (int64_t l = 1; l <= lim.max_input_tokens; ++l) {
+    auto rows = [&](double b) { return lim.max_batch_size > 0 ? std::min(b, double(lim.max_batch_size)) : b; };
+    const double padded_rows = rows(std::floor(double(rec.padded_tokens) / double(l)));
+    const double sum_rows = rows(double(rec.sum_tokens - l + 1));
+    const double per_row = r.memory.c1 * double(l) + r.memory.c2 * double(l) * double(l);
+    const double memory_rows = rows(std::floor((double(rec.memory_bytes) - r.memory.c0) / per_row));
+    for (const double b : {padded_rows, sum_rows, memory_rows}) {
+      if (b < 1) continue;
+      EXPECT_LE(b * double(l), double(max_tokens)) << "L " << l;  // within the measured B·L
+      EXPECT_LE(r.memory.At(int64_t(b), l), double(lim.memory_budget_bytes) * (1 + 1e-9) + 1) << "L " << l;
+    }
+  }
   for (const GridPoint& p : r.measured) {
-    if (p.batch_size * p.seq_len <= r.recommendation.padded_tokens) {
-      EXPECT_LE(p.peak_bytes, r.forward_bytes) << p.batch_size << "x" << p.seq_len;
+    if (p.seq_len > lim.max_input_tokens) continue;
+    const bool admitted = p.batch_size * p.seq_len <= rec.padded_tokens ||
+                          p.seq_len + p.batch_size - 1 <= rec.sum_tokens ||
+                          r.memory.At(p.batch_size, p.seq_len) <= double(rec.memory_bytes);
+    if (admitted) {
+      EXPECT_LE(double(p.peak_bytes), r.forward_bytes) << p.batch_size << "x" << p.seq_len;
     }
   }
 }
@@ -75,8 +92,23 @@ TEST(RecommendFromGridTest, ZeroPeaksAreLeftOutAndNoisyPeaksStillRecommend) {
   // 6 GiB leaves room for far more than 32 × 512: the budget stops at what was measured.
   EXPECT_EQ(r->recommendation.padded_tokens, 32 * 512);
   EXPECT_GT(r->fitted.padded_tokens, 32 * 512);
-  ASSERT_FALSE(r->notes.empty());
-  EXPECT_THAT(r->notes[0], HasSubstr("the largest measured shape has 16384 tokens"));
+  EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("padded budget lowered from")));
+  EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("more than the 16384 tokens (B*L) of the largest measured")));
+}
+
+TEST(RecommendFromGridTest, AMeasuredShapeOverTheLimitLowersTheBudgetBelowIt) {
+  std::vector<GridPoint> grid = Grid(0.0);
+  for (GridPoint& p : grid) {
+    if (p.batch_size == 4 && p.seq_len == 512) p.peak_bytes *= 3;  // used 3x what the fit says
+  }
+  RecommendOptions o = Options();
+  o.memory_limit_bytes = 578 * kMiB;  // 578 x 0.9 - 300 = 220.2 MiB for forwards
+  absl::StatusOr<CalibrationResult> r = RecommendFromGrid(grid, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->refusal, "");
+  EXPECT_THAT(r->notes, ::testing::Contains(HasSubstr("the measured shape [4, 512] used")));
+  EXPECT_LT(double(r->limits.memory_budget_bytes), r->memory.At(4, 512));
+  ExpectWithinMeasurements(*r);
 }
 
 TEST(RecommendFromGridTest, ExtrapolationIsOnlyWhatWasAskedFor) {
@@ -179,7 +211,7 @@ TEST(RecommendFromGridTest, TheReportedGridRecommendsWithinWhatItMeasured) {
                    .ok());
   std::vector<double> peaks;
   for (const GridPoint& p : measured) peaks.push_back(static_cast<double>(p.peak_bytes));
-  EXPECT_THAT(std::string(JudgeFit(old_fit, measured, peaks, 0.35, FitBounds{}, "memory").status().message()),
+  EXPECT_THAT(std::string(JudgeFit(old_fit, measured, peaks, 0.35, FitBounds{}, "memory", nullptr).message()),
               HasSubstr("the memory fit misses the large shape"));
 }
 

@@ -1,15 +1,46 @@
 #include "cli/calibration_file.h"
 
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::cli {
+namespace {
+
+// Largest lengths and batch sizes a file may name (the checks scan lengths).
+constexpr std::int64_t kMaxLength = std::int64_t{1} << 20;
+
+// An integer field within [lo, hi]; throws (as nlohmann does) otherwise, so that a
+// float such as 1e30 never reaches a narrowing conversion.
+std::int64_t Int(const nlohmann::json& j, const char* key, std::int64_t lo, std::int64_t hi) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi) {
+    throw std::out_of_range(absl::StrCat("\"", key, "\" must be an integer in [", lo, ", ", hi, "], got ", v.dump()));
+  }
+  return v.get<std::int64_t>();
+}
+
+// A finite, non-negative number field.
+double NonNegative(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+    throw std::out_of_range(absl::StrCat("\"", key, "\" must be a finite number >= 0, got ", v.dump()));
+  }
+  return v.get<double>();
+}
+
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+
+}  // namespace
 
 std::vector<backend::GridPoint> ParseCalibrationGrid(const nlohmann::json& grid) {
   std::vector<backend::GridPoint> points;
   for (const nlohmann::json& p : grid) {
-    points.push_back(backend::GridPoint{p.at("batch_size").get<std::int64_t>(), p.at("seq_len").get<std::int64_t>(),
-                                        p.at("latency_us").get<double>(), p.at("peak_bytes").get<std::int64_t>()});
+    points.push_back(backend::GridPoint{Int(p, "batch_size", 1, kMaxLength), Int(p, "seq_len", 1, kMaxLength),
+                                        NonNegative(p, "latency_us"), Int(p, "peak_bytes", 0, kInt64Max)});
   }
   return points;
 }
@@ -19,27 +50,26 @@ absl::StatusOr<CalibrationFile> ParseCalibrationFile(const nlohmann::json& file)
   try {
     f.device = file.at("device").get<std::string>();
     f.grid = ParseCalibrationGrid(file.at("grid"));
+    // A file may not claim a finer resolution than its probe has.
     f.peak_resolution_bytes = file.contains("peak_resolution_bytes")
-                                  ? file.at("peak_resolution_bytes").get<std::int64_t>()
+                                  ? Int(file, "peak_resolution_bytes", backend::PeakResolutionBytes(f.device), kInt64Max)
                                   : backend::PeakResolutionBytes(f.device);
     const nlohmann::json& mem = file.at("memory_model");
-    f.memory = backend::QuadraticFit{mem.at("c0").get<double>(), mem.at("c1").get<double>(),
-                                     mem.at("c2").get<double>()};
+    f.memory = backend::QuadraticFit{NonNegative(mem, "c0"), NonNegative(mem, "c1"), NonNegative(mem, "c2")};
     const nlohmann::json& lat = file.at("latency_model_us");
-    f.latency = backend::QuadraticFit{lat.at("a").get<double>(), lat.at("b").get<double>(), lat.at("c").get<double>()};
-    f.limits.memory_budget_bytes = file.at("memory_budget_bytes").get<std::int64_t>();
-    f.limits.max_input_tokens = file.at("max_input_tokens").get<std::int64_t>();
-    f.limits.max_batch_size = file.at("max_batch_size").get<std::int64_t>();
-    f.limits.forward_limit_bytes = file.at("forward_bytes").get<std::int64_t>();
+    f.latency = backend::QuadraticFit{NonNegative(lat, "a"), NonNegative(lat, "b"), NonNegative(lat, "c")};
+    f.limits.memory_budget_bytes = Int(file, "memory_budget_bytes", 0, kInt64Max);
+    f.limits.max_input_tokens = Int(file, "max_input_tokens", 1, kMaxLength);
+    f.limits.max_batch_size = Int(file, "max_batch_size", 0, kMaxLength);
+    f.limits.forward_limit_bytes = Int(file, "forward_bytes", 0, kInt64Max);
     if (file.contains("recommended_max_batch_tokens")) {
       const nlohmann::json& rec = file.at("recommended_max_batch_tokens");
-      f.recommendation = backend::Recommendation{rec.at("sum").get<std::int64_t>(),
-                                                 rec.at("padded").get<std::int64_t>(),
-                                                 rec.at("memory").get<std::int64_t>()};
+      f.recommendation = backend::Recommendation{Int(rec, "sum", 0, kInt64Max), Int(rec, "padded", 0, kInt64Max),
+                                                 Int(rec, "memory", 0, kInt64Max)};
     }
     f.extrapolated = file.value("extrapolated", false);
     f.refused = file.value("refused", std::string());
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's, and Int's and NonNegative's range errors
     return InvalidArgumentError(absl::StrCat("not a calibration written by `tokenbatch calibrate`: ", e.what()));
   }
   return f;
@@ -54,12 +84,16 @@ absl::Status CheckCalibrationFile(const CalibrationFile& file, const backend::Fi
   std::vector<double> bytes, micros;
   for (const backend::GridPoint& p : measured) bytes.push_back(static_cast<double>(p.peak_bytes));
   for (const backend::GridPoint& p : file.grid) micros.push_back(p.latency_us);
-  absl::StatusOr<backend::FitJudgement> memory =
-      backend::JudgeFit(file.memory, measured, bytes, bounds.max_memory_error, bounds, "memory");
-  if (!memory.ok()) return memory.status();
-  absl::StatusOr<backend::FitJudgement> latency =
-      backend::JudgeFit(file.latency, file.grid, micros, bounds.max_latency_error, bounds, "latency");
-  if (!latency.ok()) return latency.status();
+  if (absl::Status s = backend::JudgeFit(file.memory, measured, bytes, bounds.max_memory_error, bounds, "memory",
+                                        nullptr);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = backend::JudgeFit(file.latency, file.grid, micros, bounds.max_latency_error, bounds,
+                                        "latency", nullptr);
+      !s.ok()) {
+    return s;
+  }
   return backend::CheckRecommendation(*file.recommendation, file.memory, measured, file.limits, file.extrapolated);
 }
 

@@ -32,12 +32,15 @@ struct CalibrationFile {
 };
 
 // The grid array of a calibration file (batch_size, seq_len, latency_us,
-// peak_bytes per shape). Throws nlohmann::json::exception on a missing or
-// ill-typed field.
+// peak_bytes per shape). Throws nlohmann::json::exception on a missing field and
+// std::out_of_range on a value that is not an integer in range (B and L in
+// [1, 2^20], peak >= 0) or a latency that is not finite and >= 0.
 [[nodiscard]] std::vector<backend::GridPoint> ParseCalibrationGrid(const nlohmann::json& grid);
 
 // Reads a parsed calibration file. Errors: InvalidArgumentError naming the first
-// missing or ill-typed field.
+// missing, ill-typed or out-of-range field (coefficients must be finite and >= 0,
+// max_input_tokens in [1, 2^20], max_batch_size in [0, 2^20], budgets >= 0, and
+// peak_resolution_bytes no finer than the device's probe).
 [[nodiscard]] absl::StatusOr<CalibrationFile> ParseCalibrationFile(const nlohmann::json& file);
 
 // The checks `calibrate` applies before it recommends (calibration_check.h), run

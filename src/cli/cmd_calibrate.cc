@@ -195,7 +195,7 @@ Measured FromJson(const std::string& path) {
     m.loaded_bytes = j.at("loaded_process_bytes").get<std::int64_t>();
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
     m.points = ParseCalibrationGrid(j.at("grid"));
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors
     Fail(fmt::format("{} is not a calibration written by this command: {}", path, e.what()));
   }
   return m;
@@ -224,12 +224,16 @@ void PrintReport(const CalibrateArgs& args, const Measured& m, const backend::Ca
         "left out of the memory fit\n",
         unmeasured, m.points.size(), Mib(resolution));
   }
-  std::cout << fmt::format(
-      "\nmemory  bytes = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}% on {} large shapes "
-      "(B*L >= {}), {:.1f}% on all measured)\n",
-      r.memory.c0, r.memory.c1, r.memory.c2, 100 * r.memory_judgement.max_relative_error,
-      r.memory_judgement.large_shapes, r.memory_judgement.large_from_tokens,
-      100 * r.memory.max_relative_error);
+  if (r.measured.size() < static_cast<std::size_t>(options.bounds.min_points)) {
+    std::cout << "\nmemory  no fit: too few measured peaks\n";
+  } else {
+    std::cout << fmt::format(
+        "\nmemory  bytes = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}% on {} large shapes "
+        "(B*L >= {}), {:.1f}% on all measured)\n",
+        r.memory.c0, r.memory.c1, r.memory.c2, 100 * r.memory_judgement.max_relative_error,
+        r.memory_judgement.large_shapes, r.memory_judgement.large_from_tokens,
+        100 * r.memory.max_relative_error);
+  }
   std::cout << fmt::format(
       "latency us    = {:.6g} + {:.6g}*B*L + {:.6g}*B*L^2   (max rel err {:.1f}% on {} large shapes, "
       "{:.1f}% on all)\n",
@@ -238,7 +242,7 @@ void PrintReport(const CalibrateArgs& args, const Measured& m, const backend::Ca
   if (!r.refusal.empty()) return;
   std::cout << fmt::format(
       "\nmemory limit {} MiB, {:.0f}% headroom, loaded process {} MiB -> {} MiB for forwards,\n"
-      "/ (1 + {:.3f} fit shortfall on large shapes) -> budget {} MiB; max_input_tokens {}, "
+      "x (1 - {:.3f} fit shortfall on large shapes) -> budget {} MiB; max_input_tokens {}, "
       "max_batch_size {}\n",
       Mib(args.memory_limit), args.headroom * 100, Mib(m.loaded_bytes), Mib(r.forward_bytes), r.shortfall,
       Mib(r.limits.memory_budget_bytes), r.limits.max_input_tokens,

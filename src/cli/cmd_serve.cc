@@ -158,6 +158,26 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
     const std::int64_t v = rec.value(std::string(s.cost_model.name()), std::int64_t{0});
     if (v <= 0) Fail(fmt::format("--calibration has no recommended budget for cost model {}", s.cost_model.name()));
     s.max_batch_tokens = v;
+    // The budget is safe only for the batches the calibration assumed: no longer
+    // inputs, no more rows, one forward at a time.
+    const std::int64_t calibrated_input = calib.value("max_input_tokens", std::int64_t{0});
+    const std::int64_t calibrated_rows = calib.value("max_batch_size", std::int64_t{0});
+    if (s.max_input_tokens == 0) s.max_input_tokens = calibrated_input;
+    if (s.max_input_tokens > calibrated_input) {
+      Fail(fmt::format("--max-input-tokens {} is above the {} tokens --calibration {} was computed for: calibrate "
+                       "with --max-input-tokens {}", s.max_input_tokens, calibrated_input, a.calibration,
+                       s.max_input_tokens));
+    }
+    if (calibrated_rows > 0 && s.max_batch_size > calibrated_rows) {
+      Fail(fmt::format("--max-batch-requests {} is above the max_batch_size {} --calibration {} was computed for: "
+                       "calibrate with --max-batch-size {}, or lower --max-batch-requests", s.max_batch_size,
+                       calibrated_rows, a.calibration, s.max_batch_size));
+    }
+    if (a.workers > 1) {
+      Fail(fmt::format("--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate "
+                       "with --memory-limit divided by {}, and pass its budget with --max-batch-tokens",
+                       a.calibration, a.workers, a.workers, a.workers));
+    }
   }
   if (absl::Status st = Validate(s); !st.ok()) Fail(std::string(st.message()));
   return s;

@@ -8,7 +8,7 @@ bin="${1:?usage: calibrate_peak_memory.sh TOKENBATCH_BINARY MODEL.pt}"
 model="${2:?usage: calibrate_peak_memory.sh TOKENBATCH_BINARY MODEL.pt}"
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-"$bin" calibrate --model "$model" --memory-limit 4GiB --grid 1,8:64,256 --max-input-tokens 256 --warmup 1 \
+"$bin" calibrate --model "$model" --memory-limit 4GiB --grid 1,4,8:64,256 --max-input-tokens 256 --warmup 1 \
   --repeats 1 --threads 1 \
   --json "$out" >/dev/null
 /usr/bin/python3 - "$out" <<'PY'

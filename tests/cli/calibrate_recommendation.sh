@@ -2,12 +2,14 @@
 # `tokenbatch calibrate` never recommends what it did not measure, and `serve
 # --calibration` refuses a file that does. On the shipped binary and the bundled
 # MiniLM-shaped model:
-#   1. every recommended budget is predicted within the memory budget, is no
-#      larger than the largest measured B x L, and admits no measured shape whose
-#      peak exceeded what the limit leaves (recomputed here from the JSON, in
-#      Python, independently of the C++ checks);
+#   1. every batch a recommended budget lets form (each cost model's own rule:
+#      padded B x L <= T, sum L + B - 1 <= T, memory fitted bytes <= M) is
+#      predicted within the memory budget and no larger than the largest measured
+#      B x L, and no measured shape it admits used more than the limit leaves
+#      (recomputed here from the JSON, in Python, apart from the C++ checks);
 #   2. a single-length grid recommends nothing and exits non-zero, saying why;
-#   3. serve accepts the good file (new and old format) and refuses, before it
+#   3. serve accepts the good file (and the same without the fields that files
+#      written before the checks lack: checked from its grid) and refuses, before it
 #      starts, a file that recommends 2^30 tokens from a fit pulled to 0 by
 #      unmeasured (zero) peaks, as an earlier calibrate wrote; the reported file
 #      itself is refused, and re-fitting its grid stays within what it measured.
@@ -20,7 +22,7 @@ trap 'rm -rf "$dir"' EXIT
 py=/usr/bin/python3
 
 "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 1,4,16:32,128,512 --max-shape-tokens 8192 \
-  --warmup 1 --repeats 1 --threads 1 --json "$dir/good.json" > "$dir/good.txt"
+  --warmup 1 --repeats 3 --threads 1 --json "$dir/good.json" > "$dir/good.txt"
 grep -q "recommended max_batch_tokens" "$dir/good.txt"
 
 "$py" - "$dir/good.json" <<'PY'
@@ -36,32 +38,37 @@ assert len(measured) >= 3, c["grid"]
 assert all(g["peak_bytes"] >= c["peak_resolution_bytes"] for g in measured)
 max_tokens = max(g["batch_size"] * g["seq_len"] for g in measured)
 
-def worst(t, padded):
-    out = 0
-    for l in range(1, min(t, lmax_cap) + 1):
-        b = t // l if padded else t - l + 1
-        if bmax:
-            b = min(b, bmax)
-        if b >= 1:
-            out = max(out, at(b, l))
-    return out
+def rows(b):
+    return min(b, bmax) if bmax else b
+
+# Each cost model's own rule for the batches [B, L] a budget lets form.
+def admitted_rows(kind, t, l):
+    if kind == "padded":
+        return rows(t // l)
+    if kind == "sum":
+        return rows(t - l + 1)  # one l-token request and b-1 one-token ones
+    per_row = m["c1"] * l + m["c2"] * l * l
+    return rows(int((t - m["c0"]) // per_row)) if t >= m["c0"] + per_row else 0
 
 rec = c["recommended_max_batch_tokens"]
 assert not c["extrapolated"]
-for name, padded in (("sum", False), ("padded", True)):
-    t = rec[name]
-    assert 0 < t <= max_tokens, f"{name} budget {t} outside the measured range (max B*L {max_tokens})"
-    assert worst(t, padded) <= budget * (1 + 1e-9) + 1, f"{name} budget {t} predicts {worst(t, padded)} > {budget}"
+for kind in ("sum", "padded", "memory"):
+    t = rec[kind]
+    assert t > 0, (kind, rec)
+    for l in range(1, lmax_cap + 1):
+        b = admitted_rows(kind, t, l)
+        if b < 1:
+            continue
+        assert b * l <= max_tokens, f"{kind} budget {t} admits [{b}, {l}], beyond the measured B*L {max_tokens}"
+        assert at(b, l) <= budget * (1 + 1e-9) + 1, f"{kind} budget {t} admits [{b}, {l}] predicted {at(b, l)} > {budget}"
     for g in measured:
-        if g["batch_size"] * g["seq_len"] <= t:
-            assert g["peak_bytes"] <= forward, f"{name} budget {t} admits {g}"
-biggest = max(at(g["batch_size"], g["seq_len"]) for g in measured)
-assert 0 < rec["memory"] <= min(budget, biggest + 1), (rec["memory"], budget, biggest)
+        if g["seq_len"] <= lmax_cap and admitted_rows(kind, t, g["seq_len"]) >= g["batch_size"]:
+            assert g["peak_bytes"] <= forward, f"{kind} budget {t} admits {g}"
 print("recommendation within the limit and the measured range:", rec)
 PY
 
 # A single sequence length cannot separate per-token from attention memory.
-if "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 1,2,4,8:128 --max-input-tokens 128 \
+if "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 4,8,16,32:128 --max-input-tokens 128 \
     --warmup 0 --repeats 1 --threads 1 --json "$dir/single.json" > /dev/null 2> "$dir/single.err"; then
   echo "calibrate recommended from a single-length grid" >&2; exit 1
 fi

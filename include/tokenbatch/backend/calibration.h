@@ -58,10 +58,12 @@ struct CalibrationResult {
   FitJudgement memory_judgement, latency_judgement;
   double forward_bytes = 0;  // limit × (1 - headroom) - loaded process
   double shortfall = 0;      // the memory fit's worst relative shortfall on large shapes
-  BudgetLimits limits;       // memory_budget_bytes = forward_bytes / (1 + shortfall)
+  // memory_budget_bytes = forward_bytes × (1 - shortfall), lowered further below
+  // any measured shape that used more than forward_bytes (see notes).
+  BudgetLimits limits;
   Recommendation fitted;     // what the fit alone allows (RecommendBudgets)
   Recommendation recommendation;  // lowered to the measurements (LimitToMeasurements)
-  std::vector<std::string> notes;  // one line per budget lowered
+  std::vector<std::string> notes;  // one line per budget lowered, and why
   // Non-empty when the calibration must not recommend: why, and what to try. The
   // recommendation is then all zeros; the fits are kept for the report.
   std::string refusal;

@@ -14,9 +14,12 @@
 //      misses there by more than a stated bound recommends nothing.
 //   3. No recommendation beyond the measurements: every budget's worst admissible
 //      batch is predicted within the memory budget; no measured shape that a
-//      budget admits used more than the limit leaves; and a budget above the
-//      largest measured B·L, or a max_input_tokens above the longest measured L,
-//      is extrapolation, allowed only when asked for (and then recorded).
+//      budget admits used more than the limit leaves; and a budget that admits a
+//      padded batch larger than the largest measured B·L, or a max_input_tokens
+//      above the longest measured L, is extrapolation, allowed only when asked
+//      for (and then recorded). "Admits" is each cost model's own rule: padded
+//      B·Lmax <= T; sum: one Lmax-token request and B-1 one-token ones pad to
+//      [B, Lmax] once Lmax + B - 1 <= T; memory: fitted bytes <= the budget.
 // Everything here is pure and thread-safe.
 #pragma once
 
@@ -37,7 +40,8 @@ namespace tokenbatch::backend {
 // tcmalloc keeps up to 4 MiB of freed small objects per thread cache, which
 // MallocExtension_ReleaseFreeMemory does not return, and glibc keeps free chunks
 // in its arenas; a forward that needs less than that is served from memory that
-// is already resident and reads 0 or a fraction of its real use.
+// is already resident and reads 0 or a fraction of its real use. The figure is
+// one thread's cache: calibrate with --threads 1, or expect coarser readings.
 inline constexpr int64_t kCpuPeakResolutionBytes = int64_t{4} << 20;
 // Resolution of the CUDA probe (the caching allocator's peak allocated bytes): it
 // rounds every block up to 512 bytes.
@@ -54,17 +58,17 @@ inline constexpr int64_t kCudaPeakResolutionBytes = 512;
 // of a quiet CPU machine's own measurements of one shape (the CPU peak probe and
 // wall-clock timing; figures in docs/benchmarks.md), so that an honest grid
 // passes, and far below the 100% error of a fit pulled to zero by readings that
-// were not measurements. The budget does not rely on them alone: it is also
-// shrunk by the fit's worst shortfall on the large shapes, and no measured shape
-// it admits may exceed the limit (LimitToMeasurements).
+// were not measurements. Within the bound, the memory budget is also shrunk by
+// the fit's worst shortfall on the large shapes (RecommendFromGrid).
 struct FitBounds {
   double large_shape_fraction = 0.25;  // large: B·L >= this × the largest measured B·L
+  int min_points = 4;                  // more than the 3 coefficients, or any fit is exact
   int min_large_shapes = 2;            // fewer large shapes cannot judge a fit
   double max_memory_error = 0.35;      // max |fit - peak| / peak on the large shapes
   double max_latency_error = 0.35;     // the same for latency
 };
 
-// How a fit did on the large shapes.
+// How a fit did on the large shapes (as far as JudgeFit got).
 struct FitJudgement {
   int64_t large_from_tokens = 0;  // the smallest B·L counted as large
   int large_shapes = 0;           // how many measured shapes were large
@@ -72,32 +76,43 @@ struct FitJudgement {
   GridPoint worst;                // the large shape with that error
 };
 
-// Judges `fit` of `y[i]` (measured at points[i]; y > 0) against `max_error`.
-// `what` ("memory", "latency") names the fit in messages. Errors, each an
-// InvalidArgumentError whose message says why and what to try: fewer than 3
-// points; points all on one line of (B·L, B·L²) (e.g. a single sequence length);
-// fewer than bounds.min_large_shapes large shapes; an error above max_error on a
-// large shape (the message names the shape).
-[[nodiscard]] absl::StatusOr<FitJudgement> JudgeFit(const QuadraticFit& fit,
-                                                    std::span<const GridPoint> points,
-                                                    std::span<const double> y, double max_error,
-                                                    const FitBounds& bounds, std::string_view what);
+// Judges `fit` of `y[i]` (measured at points[i]; y > 0) against `max_error`,
+// filling `judgement` (if not null) as far as it gets. `what` ("memory",
+// "latency") names the fit in messages. Errors, each an InvalidArgumentError
+// whose message says why and what to try: fewer than bounds.min_points points;
+// points all on one line of (B·L, B·L²) (e.g. a single sequence length); fewer
+// than bounds.min_large_shapes large shapes; an error above max_error on a large
+// shape (the message names the shape).
+[[nodiscard]] absl::Status JudgeFit(const QuadraticFit& fit, std::span<const GridPoint> points,
+                                    std::span<const double> y, double max_error, const FitBounds& bounds,
+                                    std::string_view what, FitJudgement* judgement);
+
+// The budget of one cost model (calibration_model.h's Recommendation holds one of each).
+enum class BudgetKind { kSum, kPadded, kMemory };
+
+// Whether a `kind` budget lets a batch padded to `shape` (B rows of L tokens)
+// form under `limits` (L <= max_input_tokens, B <= max_batch_size if > 0); see
+// rule 3 above. `memory` gives the fitted bytes for kMemory.
+[[nodiscard]] bool Admits(BudgetKind kind, int64_t budget, const GridPoint& shape, const QuadraticFit& memory,
+                          const BudgetLimits& limits);
+
+// The largest padded batch (B·Lmax tokens) a `kind` budget admits under `limits`
+// (saturating at 2^62). O(max_input_tokens).
+[[nodiscard]] int64_t LargestAdmittedTokens(BudgetKind kind, int64_t budget, const QuadraticFit& memory,
+                                            const BudgetLimits& limits);
 
 // The extent of the measured shapes.
 struct MeasuredRange {
-  int64_t max_tokens = 0;       // largest B·L measured
-  int64_t max_seq_len = 0;      // longest L measured
-  double max_fitted_bytes = 0;  // largest fitted memory over the measured shapes
+  int64_t max_tokens = 0;   // largest B·L measured
+  int64_t max_seq_len = 0;  // longest L measured
 };
-[[nodiscard]] MeasuredRange RangeOf(const QuadraticFit& memory, std::span<const GridPoint> measured);
+[[nodiscard]] MeasuredRange RangeOf(std::span<const GridPoint> measured);
 
-// Lowers a fit-based recommendation (RecommendBudgets) to what the measured
-// shapes support: below the B·L of any admissible measured shape whose peak
-// exceeded the forward limit, and, unless allow_extrapolation, to the largest
-// measured B·L (tokens) and the largest fitted bytes of a measured shape (memory).
-// Appends one line to `notes` (if not null) per budget it lowers. Errors:
-// InvalidArgumentError when limits.max_input_tokens exceeds the longest measured
-// L and extrapolation is not allowed.
+// Lowers a recommendation to the largest budgets whose LargestAdmittedTokens is
+// within the largest measured B·L, unless allow_extrapolation. Appends one line
+// to `notes` (if not null) per budget it lowers. Errors: InvalidArgumentError
+// when limits.max_input_tokens exceeds the longest measured L and extrapolation
+// is not allowed.
 [[nodiscard]] absl::StatusOr<Recommendation> LimitToMeasurements(
     const Recommendation& recommendation, const QuadraticFit& memory,
     std::span<const GridPoint> measured, const BudgetLimits& limits, bool allow_extrapolation,
