@@ -67,5 +67,9 @@ if [ ! -e /usr/share/man/zh_CN/man1/bash.1.gz ]; then
   rm -rf "$tmp"
 fi
 
-# The reference tokenizer and the official openai client (PyPI, pinned) in build/venv.
-bash scripts/setup_python.sh
+# The reference tokenizer and the official openai client (PyPI, pinned) in
+# build/venv: for tests and reference implementations only, so the main job
+# (scripts/main.sh) skips it with TOKENBATCH_SETUP_PYTHON=0.
+if [ "${TOKENBATCH_SETUP_PYTHON:-1}" != 0 ]; then
+  bash scripts/setup_python.sh
+fi

@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
 # Creates the project-local Python virtual environment build/venv from Debian's
 # python3 (python3-venv, installed by scripts/setup.sh) and installs exactly the
-# pinned packages of scripts/requirements.txt into it from PyPI. Never touches the
-# system Python.
-# Idempotent: when build/venv/requirements.installed equals the requirements file
-# it only compares the two files (a few milliseconds); after any change to the
-# file it installs again (pip --no-deps, so nothing unpinned comes in) and then
-# checks that the environment's dependencies are consistent.
+# pinned packages of scripts/requirements.txt into it from PyPI (wheels only:
+# nothing is compiled). Never touches the system Python.
+# Idempotent: when build/venv/requirements.installed holds the interpreter's
+# version and the requirements file it only compares them (a few milliseconds).
+# Otherwise (first run, a changed file, a Python upgrade, an interrupted install)
+# it builds the environment afresh, installs with --no-deps (nothing unpinned
+# comes in), checks the dependencies are consistent, and writes the stamp last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="build/venv"
 REQUIREMENTS="scripts/requirements.txt"
 STAMP="$VENV/requirements.installed"
+PYTHON=/usr/bin/python3
 
-if [ -x "$VENV/bin/python" ] && cmp -s "$REQUIREMENTS" "$STAMP"; then
+want="$("$PYTHON" -c 'import sys; print("python", sys.version.split()[0])')
+$(cat "$REQUIREMENTS")"
+if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   exit 0
 fi
 echo "setup_python: installing $REQUIREMENTS into $VENV"
-if [ ! -x "$VENV/bin/python" ]; then
-  /usr/bin/python3 -m venv "$VENV"
-fi
-rm -f "$STAMP"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$REQUIREMENTS"
-"$VENV/bin/python" -m pip check --disable-pip-version-check >/dev/null
-cp "$REQUIREMENTS" "$STAMP"
+"$PYTHON" -m venv --clear "$VENV"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+  -r "$REQUIREMENTS"
+"$VENV/bin/python" -m pip check --disable-pip-version-check
+printf '%s' "$want" > "$STAMP"

@@ -97,17 +97,7 @@ absl::Status JudgeFit(const QuadraticFit& fit, std::span<const GridPoint> points
   if (points.size() != y.size()) {
     return InvalidArgumentError(absl::StrCat(what, " fit: ", points.size(), " shapes but ", y.size(), " values"));
   }
-  if (points.size() < static_cast<size_t>(bounds.min_points)) {
-    return InvalidArgumentError(absl::StrCat(
-        "only ", points.size(), " shapes have a measured ", what, "; at least ", bounds.min_points,
-        " are needed to judge a 3-coefficient fit (3 fit exactly whatever their noise): add shapes to --grid"));
-  }
-  if (!SeparatesTheTerms(points)) {
-    return InvalidArgumentError(absl::StrCat(
-        "the shapes with a measured ", what, " all lie on one line of (B*L, B*L^2) (for example a "
-        "single sequence length), so the fit cannot tell per-token cost from attention cost: add "
-        "sequence lengths to --grid"));
-  }
+  // The figures first, so that a refusal below can still be reported with them.
   int64_t max_tokens = 0;
   for (const GridPoint& p : points) max_tokens = std::max(max_tokens, Tokens(p));
   j.large_from_tokens =
@@ -120,6 +110,17 @@ absl::Status JudgeFit(const QuadraticFit& fit, std::span<const GridPoint> points
       j.max_relative_error = error;
       j.worst = points[i];
     }
+  }
+  if (points.size() < static_cast<size_t>(bounds.min_points)) {
+    return InvalidArgumentError(absl::StrCat(
+        "only ", points.size(), " shapes have a measured ", what, "; at least ", bounds.min_points,
+        " are needed to judge a 3-coefficient fit (3 fit exactly whatever their noise): add shapes to --grid"));
+  }
+  if (!SeparatesTheTerms(points)) {
+    return InvalidArgumentError(absl::StrCat(
+        "the shapes with a measured ", what, " all lie on one line of (B*L, B*L^2) (for example a "
+        "single sequence length), so the fit cannot tell per-token cost from attention cost: add "
+        "sequence lengths to --grid"));
   }
   if (j.large_shapes < bounds.min_large_shapes) {
     return InvalidArgumentError(absl::StrCat(
@@ -136,6 +137,17 @@ absl::Status JudgeFit(const QuadraticFit& fit, std::span<const GridPoint> points
         what, Shape(j.worst), 100 * j.max_relative_error, 100 * max_error, j.large_from_tokens));
   }
   return absl::OkStatus();
+}
+
+double LargeShapeShortfall(const QuadraticFit& memory, std::span<const GridPoint> measured,
+                           int64_t large_from_tokens) {
+  double shortfall = 0;
+  for (const GridPoint& p : measured) {
+    if (Tokens(p) < large_from_tokens || p.peak_bytes <= 0) continue;
+    const double y = static_cast<double>(p.peak_bytes);
+    shortfall = std::max(shortfall, (y - memory.At(p.batch_size, p.seq_len)) / y);
+  }
+  return shortfall;
 }
 
 bool Admits(BudgetKind kind, int64_t budget, const GridPoint& shape, const QuadraticFit& memory,

@@ -37,6 +37,8 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
                                                     const RecommendOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   CalibrationResult r;
+  r.limits.max_input_tokens = options.max_input_tokens;  // reported even when refusing
+  r.limits.max_batch_size = options.max_batch_size;
   r.forward_bytes = static_cast<double>(options.memory_limit_bytes) * (1.0 - options.headroom) -
                     static_cast<double>(options.loaded_process_bytes);
   if (r.forward_bytes <= 0) {
@@ -50,6 +52,8 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
   absl::StatusOr<QuadraticFit> latency = FitQuadraticCost(points, micros);
   if (!latency.ok()) return latency.status();
   r.latency = *latency;
+  const absl::Status latency_verdict = JudgeFit(r.latency, points, micros, options.bounds.max_latency_error,
+                                                options.bounds, "latency", &r.latency_judgement);
 
   auto refuse = [&](std::string why) {
     r.refusal = std::move(why);
@@ -70,26 +74,16 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
   if (!memory.ok()) return memory.status();
   r.memory = *memory;
 
-  if (absl::Status s = JudgeFit(r.memory, r.measured, bytes, options.bounds.max_memory_error, options.bounds,
-                                "memory", &r.memory_judgement);
-      !s.ok()) {
-    return refuse(std::string(s.message()));
-  }
-  if (absl::Status s = JudgeFit(r.latency, points, micros, options.bounds.max_latency_error, options.bounds,
-                                "latency", &r.latency_judgement);
-      !s.ok()) {
-    return refuse(std::string(s.message()));
-  }
+  // Both fits are judged (latency above) before either refuses, so that the report shows both.
+  const absl::Status memory_verdict = JudgeFit(r.memory, r.measured, bytes, options.bounds.max_memory_error,
+                                               options.bounds, "memory", &r.memory_judgement);
+  if (!memory_verdict.ok()) return refuse(std::string(memory_verdict.message()));
+  if (!latency_verdict.ok()) return refuse(std::string(latency_verdict.message()));
 
   // The fit may predict y·(1 - s) for a large shape that used y (s: its worst
   // relative shortfall there), so a batch predicted at F·(1 - s) may really use F.
-  double budget = r.forward_bytes;
-  for (size_t i = 0; i < r.measured.size(); ++i) {
-    const GridPoint& p = r.measured[i];
-    if (p.batch_size * p.seq_len < r.memory_judgement.large_from_tokens) continue;
-    r.shortfall = std::max(r.shortfall, (bytes[i] - r.memory.At(p.batch_size, p.seq_len)) / bytes[i]);
-  }
-  budget *= 1.0 - r.shortfall;
+  r.shortfall = LargeShapeShortfall(r.memory, r.measured, r.memory_judgement.large_from_tokens);
+  double budget = r.forward_bytes * (1.0 - r.shortfall);
   // A measured shape that used more than the limit leaves must not be admitted, nor
   // its neighbours that the fit underestimates alike: the budget goes below its
   // fitted bytes scaled by what it really used.

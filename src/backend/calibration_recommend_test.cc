@@ -58,6 +58,15 @@ void ExpectWithinMeasurements(const CalibrationResult& r) {
   EXPECT_GT(rec.sum_tokens, 0);
   EXPECT_GT(rec.memory_bytes, 0);
   EXPECT_LE(rec.memory_bytes, lim.memory_budget_bytes);
+  // The budget is shrunk by the fit's worst shortfall s on the large shapes,
+  // × (1 - s): the fit may predict (1 - s)·y for a shape that used y.
+  double s = 0;
+  for (const GridPoint& p : r.measured) {
+    if (p.batch_size * p.seq_len < r.memory_judgement.large_from_tokens) continue;
+    s = std::max(s, (double(p.peak_bytes) - r.memory.At(p.batch_size, p.seq_len)) / double(p.peak_bytes));
+  }
+  EXPECT_DOUBLE_EQ(r.shortfall, s);
+  EXPECT_LE(double(lim.memory_budget_bytes), r.forward_bytes * (1 - s) + 1);
   for (int64_t l = 1; l <= lim.max_input_tokens; ++l) {
     auto rows = [&](double b) { return lim.max_batch_size > 0 ? std::min(b, double(lim.max_batch_size)) : b; };
     const double padded_rows = rows(std::floor(double(rec.padded_tokens) / double(l)));

@@ -1,10 +1,12 @@
 #include "cli/calibration_file.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::cli {
@@ -68,6 +70,9 @@ absl::StatusOr<CalibrationFile> ParseCalibrationFile(const nlohmann::json& file)
                                                  Int(rec, "memory", 0, kInt64Max)};
     }
     f.extrapolated = file.value("extrapolated", false);
+    f.memory_limit_bytes = Int(file, "memory_limit_bytes", 1, kInt64Max);
+    f.headroom = NonNegative(file, "headroom");
+    f.loaded_process_bytes = Int(file, "loaded_process_bytes", 0, kInt64Max);
     f.refused = file.value("refused", std::string());
   } catch (const std::exception& e) {  // nlohmann's, and Int's and NonNegative's range errors
     return InvalidArgumentError(absl::StrCat("not a calibration written by `tokenbatch calibrate`: ", e.what()));
@@ -84,8 +89,9 @@ absl::Status CheckCalibrationFile(const CalibrationFile& file, const backend::Fi
   std::vector<double> bytes, micros;
   for (const backend::GridPoint& p : measured) bytes.push_back(static_cast<double>(p.peak_bytes));
   for (const backend::GridPoint& p : file.grid) micros.push_back(p.latency_us);
+  backend::FitJudgement judgement;
   if (absl::Status s = backend::JudgeFit(file.memory, measured, bytes, bounds.max_memory_error, bounds, "memory",
-                                        nullptr);
+                                        &judgement);
       !s.ok()) {
     return s;
   }
@@ -93,6 +99,23 @@ absl::Status CheckCalibrationFile(const CalibrationFile& file, const backend::Fi
                                         "latency", nullptr);
       !s.ok()) {
     return s;
+  }
+  // The memory for forwards and the budget, as RecommendFromGrid derives them (to
+  // a byte of rounding): a hand-edited or older file may not claim more.
+  const double forward = static_cast<double>(file.memory_limit_bytes) * (1.0 - file.headroom) -
+                         static_cast<double>(file.loaded_process_bytes);
+  if (static_cast<double>(file.limits.forward_limit_bytes) > forward + 1) {
+    return InvalidArgumentError(absl::StrCat("forward_bytes ", file.limits.forward_limit_bytes, " is more than the ",
+                                             static_cast<std::int64_t>(forward),
+                                             " its memory limit, headroom and loaded process leave"));
+  }
+  const double shortfall = backend::LargeShapeShortfall(file.memory, measured, judgement.large_from_tokens);
+  const double budget = static_cast<double>(file.limits.forward_limit_bytes) * (1.0 - shortfall);
+  if (static_cast<double>(file.limits.memory_budget_bytes) > budget + 1) {
+    return InvalidArgumentError(absl::StrCat(
+        "memory_budget_bytes ", file.limits.memory_budget_bytes, " is more than the forward memory shrunk by the fit's ",
+        absl::StrFormat("%.1f%%", 100 * shortfall), " shortfall on the large shapes (",
+        static_cast<std::int64_t>(budget), ")"));
   }
   return backend::CheckRecommendation(*file.recommendation, file.memory, measured, file.limits, file.extrapolated);
 }

@@ -29,6 +29,9 @@ struct CalibrationFile {
   std::optional<backend::Recommendation> recommendation;  // recommended_max_batch_tokens, if any
   bool extrapolated = false;
   std::string refused;  // why calibrate recommended nothing, if it did not
+  std::int64_t memory_limit_bytes = 0;    // --memory-limit
+  double headroom = 0;                    // --headroom
+  std::int64_t loaded_process_bytes = 0;  // the process with the model loaded
 };
 
 // The grid array of a calibration file (batch_size, seq_len, latency_us,
@@ -45,9 +48,11 @@ struct CalibrationFile {
 
 // The checks `calibrate` applies before it recommends (calibration_check.h), run
 // again on the file from its grid: the memory fit on the measured peaks and the
-// latency fit on every shape must be within `bounds` on the large shapes, and the
-// recommendation within the memory budget and the measured range. Errors:
-// InvalidArgumentError saying which check failed and why.
+// latency fit on every shape must be within `bounds` on the large shapes; the
+// memory for forwards must follow from the limit, headroom and loaded process,
+// and the memory budget must be shrunk by the fit's shortfall on the large
+// shapes; the recommendation must be within the memory budget and the measured
+// range. Errors: InvalidArgumentError saying which check failed and why.
 [[nodiscard]] absl::Status CheckCalibrationFile(const CalibrationFile& file,
                                                 const backend::FitBounds& bounds = {});
 

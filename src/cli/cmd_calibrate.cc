@@ -73,10 +73,10 @@ std::vector<std::int64_t> ParseList(const std::string& text) {
     try {
       size_t used = 0;
       const long long v = std::stoll(item, &used);
-      if (used != item.size() || v < 1) throw std::invalid_argument(item);
+      if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      Fail(fmt::format("bad --grid value \"{}\": expected positive integers", item));
+      Fail(fmt::format("bad --grid value \"{}\": expected integers from 1 to 1048576", item));
     }
   }
   if (out.empty()) Fail("empty list in --grid");
@@ -154,8 +154,10 @@ Measured Measure(const CalibrateArgs& args) {
   grid.warmup = args.warmup;
   grid.repeats = args.repeats;
   grid.vocab_size = vocab;
-  if (backend::PlanGrid(grid).size() < 3) {
-    Fail("the grid has fewer than 3 shapes within --max-shape-tokens; a 3-coefficient fit needs 3");
+  const int min_points = backend::FitBounds{}.min_points;
+  if (backend::PlanGrid(grid).size() < static_cast<std::size_t>(min_points)) {
+    Fail(fmt::format("the grid has fewer than {} shapes within --max-shape-tokens; a 3-coefficient fit is judged "
+                     "on at least {}", min_points, min_points));
   }
 
   absl::StatusOr<std::int64_t> rss_before = backend::ReadProcStatusBytes("VmRSS");

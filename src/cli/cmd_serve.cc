@@ -116,6 +116,36 @@ void CheckCalibration(const nlohmann::json& calib, const std::string& path) {
 #endif
 }
 
+// A calibration (its budget or its memory fit) holds only for the batches it
+// assumed: no longer inputs, no more rows, on the same device, one forward at a
+// time. An unset --max-input-tokens becomes the calibration's.
+void CheckCalibrationFitsTheServer(const nlohmann::json& calib, const ServeArgs& a, SchedulerOptions& s) {
+  const std::int64_t calibrated_input = calib.value("max_input_tokens", std::int64_t{0});
+  const std::int64_t calibrated_rows = calib.value("max_batch_size", std::int64_t{0});
+  const std::string calibrated_device = calib.value("device", std::string());
+  if (s.max_input_tokens == 0) s.max_input_tokens = calibrated_input;
+  if (s.max_input_tokens > calibrated_input) {
+    Fail(fmt::format("--max-input-tokens {} is above the {} tokens --calibration {} was computed for: calibrate "
+                     "with --max-input-tokens {}", s.max_input_tokens, calibrated_input, a.calibration,
+                     s.max_input_tokens));
+  }
+  if (calibrated_rows > 0 && s.max_batch_size > calibrated_rows) {
+    Fail(fmt::format("--max-batch-requests {} is above the max_batch_size {} --calibration {} was computed for: "
+                     "calibrate with --max-batch-size {}, or lower --max-batch-requests", s.max_batch_size,
+                     calibrated_rows, a.calibration, s.max_batch_size));
+  }
+  if (a.backend == "torch" && calibrated_device != a.device) {
+    Fail(fmt::format("--calibration {} was measured on {}, and this server runs on {}: calibrate on {}",
+                     a.calibration, calibrated_device, a.device, a.device));
+  }
+  if (a.workers > 1) {
+    Fail(fmt::format("--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate "
+                     "with --memory-limit divided by {}, and serve its budget with --max-batch-tokens and without "
+                     "--calibration",
+                     a.calibration, a.workers, a.workers, a.workers));
+  }
+}
+
 // The scheduler options from the flags and, if given, a `tokenbatch calibrate`
 // JSON: its memory fit for --cost-model memory, and its recommended budget for the
 // chosen cost model unless --max-batch-tokens is set.
@@ -158,27 +188,8 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
     const std::int64_t v = rec.value(std::string(s.cost_model.name()), std::int64_t{0});
     if (v <= 0) Fail(fmt::format("--calibration has no recommended budget for cost model {}", s.cost_model.name()));
     s.max_batch_tokens = v;
-    // The budget is safe only for the batches the calibration assumed: no longer
-    // inputs, no more rows, one forward at a time.
-    const std::int64_t calibrated_input = calib.value("max_input_tokens", std::int64_t{0});
-    const std::int64_t calibrated_rows = calib.value("max_batch_size", std::int64_t{0});
-    if (s.max_input_tokens == 0) s.max_input_tokens = calibrated_input;
-    if (s.max_input_tokens > calibrated_input) {
-      Fail(fmt::format("--max-input-tokens {} is above the {} tokens --calibration {} was computed for: calibrate "
-                       "with --max-input-tokens {}", s.max_input_tokens, calibrated_input, a.calibration,
-                       s.max_input_tokens));
-    }
-    if (calibrated_rows > 0 && s.max_batch_size > calibrated_rows) {
-      Fail(fmt::format("--max-batch-requests {} is above the max_batch_size {} --calibration {} was computed for: "
-                       "calibrate with --max-batch-size {}, or lower --max-batch-requests", s.max_batch_size,
-                       calibrated_rows, a.calibration, s.max_batch_size));
-    }
-    if (a.workers > 1) {
-      Fail(fmt::format("--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate "
-                       "with --memory-limit divided by {}, and pass its budget with --max-batch-tokens",
-                       a.calibration, a.workers, a.workers, a.workers));
-    }
   }
+  if (!calib.is_null()) CheckCalibrationFitsTheServer(calib, a, s);
   if (absl::Status st = Validate(s); !st.ok()) Fail(std::string(st.message()));
   return s;
 }
@@ -349,7 +360,8 @@ void AddServeCommand(CLI::App& app) {
   opt("--split-overlap-tokens", args->split_overlap_tokens,
       "--oversize split: tokens shared by consecutive windows (< --max-input-tokens)");
   opt("--max-queue-size", args->max_queue_size, "most inputs queued (429 beyond; 0 = unlimited)");
-  opt("--max-input-tokens", args->max_input_tokens, "longest input accepted as is (0 = derived from the budget)");
+  opt("--max-input-tokens", args->max_input_tokens,
+      "longest input accepted as is (0 = the --calibration's, else derived from the budget)");
   opt("--oversize", args->oversize, "reject, truncate or split");
   tei_envs->emplace_back(
       cmd->add_flag("--auto-truncate", args->auto_truncate,

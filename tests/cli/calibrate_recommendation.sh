@@ -34,7 +34,9 @@ at = lambda b, l: m["c0"] + m["c1"] * b * l + m["c2"] * b * l * l
 budget, forward = c["memory_budget_bytes"], c["forward_bytes"]
 lmax_cap, bmax = c["max_input_tokens"], c["max_batch_size"]
 measured = [g for g in c["grid"] if g["peak_measured"]]
-assert len(measured) >= 3, c["grid"]
+assert len(measured) >= 4, c["grid"]
+s = c["large_shape_fit_shortfall"]
+assert budget <= forward * (1 - s) + 1, f"budget {budget} not shrunk by the shortfall {s} of {forward}"
 assert all(g["peak_bytes"] >= c["peak_resolution_bytes"] for g in measured)
 max_tokens = max(g["batch_size"] * g["seq_len"] for g in measured)
 
@@ -68,7 +70,7 @@ print("recommendation within the limit and the measured range:", rec)
 PY
 
 # A single sequence length cannot separate per-token from attention memory.
-if "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 4,8,16,32:128 --max-input-tokens 128 \
+if "$bin" calibrate --model "$model" --memory-limit 6GiB --grid 2,4,8,16,32:128 --max-input-tokens 128 \
     --warmup 0 --repeats 1 --threads 1 --json "$dir/single.json" > /dev/null 2> "$dir/single.err"; then
   echo "calibrate recommended from a single-length grid" >&2; exit 1
 fi
@@ -114,6 +116,17 @@ serve_ok() {  # serve_ok FILE: starts with it, answers /health, stops on SIGTERM
 }
 serve_ok "$dir/good.json"
 serve_ok "$dir/old_good.json"
+# Settings the calibration was not computed for are refused before serving.
+refused() {  # refused WHAT ARGS...: serve exits non-zero at once, saying WHAT
+  local what="$1"; shift
+  if timeout 20 "$bin" serve --backend noop --port "$port" --calibration "$dir/good.json" "$@" 2> "$dir/refused.err"; then
+    echo "serve accepted $*" >&2; exit 1
+  fi
+  grep -q -- "$what" "$dir/refused.err" || { cat "$dir/refused.err" >&2; exit 1; }
+}
+refused "--max-input-tokens 1024 is above the 512 tokens" --max-input-tokens 1024
+refused "--workers 2 runs 2 at once" --workers 2
+refused "--workers 2 runs 2 at once" --workers 2 --max-batch-tokens 4096
 if timeout 20 "$bin" serve --backend noop --port "$port" --calibration "$dir/bad.json" 2> "$dir/bad.err"; then
   echo "serve accepted a calibration that recommends 2^30 tokens" >&2; exit 1
 fi

@@ -81,6 +81,7 @@ def check(port):
     texts = ["first input", "a second, longer input text", "third"]
     many = client.embeddings.create(model="x", input=texts, encoding_format="float")
     assert [d.index for d in many.data] == [0, 1, 2]
+    assert many.model == "tokenbatch-noop", many.model  # the served name, whatever the request said
     assert many.data[0].embedding != many.data[1].embedding
 
     # Explicit base64 comes back as the base64 string; it decodes to the float answer.
@@ -103,6 +104,8 @@ def check(port):
     # Dimensions.
     dims = client.embeddings.create(model="x", input="hello", dimensions=8, encoding_format="float")
     assert len(dims.data[0].embedding) == 8
+    norm8 = math.sqrt(sum(v * v for v in dims.data[0].embedding))
+    assert abs(norm8 - 1) < 1e-5, f"truncated then normalised: norm {norm8}"
 
     # An empty string is the client's error, surfaced by the client as an API error.
     e = expect_api_error(422, openai.UnprocessableEntityError,
@@ -115,6 +118,8 @@ def check(port):
 
 
 def main():
+    # Loopback only: a proxy from the environment must not carry these requests.
+    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
     if len(sys.argv) != 2:
         sys.exit("usage: openai_embeddings.py /path/to/tokenbatch")
     port = free_port()

@@ -87,6 +87,12 @@ struct FitJudgement {
                                     std::span<const double> y, double max_error, const FitBounds& bounds,
                                     std::string_view what, FitJudgement* judgement);
 
+// The fit's worst relative shortfall, max((peak - fit) / peak, 0), over the
+// measured shapes with B·L >= large_from_tokens (FitJudgement). A batch the fit
+// predicts at F·(1 - shortfall) may really use F, as those shapes did.
+[[nodiscard]] double LargeShapeShortfall(const QuadraticFit& memory, std::span<const GridPoint> measured,
+                                         int64_t large_from_tokens);
+
 // The budget of one cost model (calibration_model.h's Recommendation holds one of each).
 enum class BudgetKind { kSum, kPadded, kMemory };
 
