@@ -46,21 +46,6 @@ bool SeparatesTheTerms(std::span<const GridPoint> points) {
   return false;
 }
 
-// The most rows of length `len` a `kind` budget admits (before max_batch_size).
-double MostRows(BudgetKind kind, int64_t budget, int64_t len, const QuadraticFit& memory) {
-  const double b = static_cast<double>(budget), l = static_cast<double>(len);
-  switch (kind) {
-    case BudgetKind::kPadded: return std::floor(b / l);
-    case BudgetKind::kSum: return b - l + 1;
-    case BudgetKind::kMemory: {
-      const double per_row = memory.c1 * l + memory.c2 * l * l;
-      if (b < memory.c0 + per_row) return 0;
-      return per_row > 0 ? std::floor((b - memory.c0) / per_row) : static_cast<double>(kMaxTokens);
-    }
-  }
-  return 0;
-}
-
 // The largest budget in [0, budget] whose admitted batches stay within max_tokens.
 int64_t LargestWithin(BudgetKind kind, int64_t budget, int64_t max_tokens, const QuadraticFit& memory,
                       const BudgetLimits& limits) {
@@ -152,11 +137,8 @@ double LargeShapeShortfall(const QuadraticFit& memory, std::span<const GridPoint
 
 bool Admits(BudgetKind kind, int64_t budget, const GridPoint& shape, const QuadraticFit& memory,
             const BudgetLimits& limits) {
-  if (budget <= 0 || shape.seq_len > limits.max_input_tokens ||
-      (limits.max_batch_size > 0 && shape.batch_size > limits.max_batch_size)) {
-    return false;
-  }
-  return static_cast<double>(shape.batch_size) <= MostRows(kind, budget, shape.seq_len, memory);
+  return budget > 0 && Formable(shape, limits) &&
+         static_cast<double>(shape.batch_size) <= MostRows(kind, budget, shape.seq_len, memory, limits);
 }
 
 int64_t LargestAdmittedTokens(BudgetKind kind, int64_t budget, const QuadraticFit& memory,
@@ -166,8 +148,7 @@ int64_t LargestAdmittedTokens(BudgetKind kind, int64_t budget, const QuadraticFi
                                                       : std::min(budget, limits.max_input_tokens);
   double largest = 0;
   for (int64_t l = 1; l <= longest; ++l) {
-    double rows = MostRows(kind, budget, l, memory);
-    if (limits.max_batch_size > 0) rows = std::min(rows, static_cast<double>(limits.max_batch_size));
+    const double rows = MostRows(kind, budget, l, memory, limits);
     if (rows >= 1) largest = std::max(largest, rows * static_cast<double>(l));
   }
   return largest >= static_cast<double>(kMaxTokens) ? kMaxTokens : static_cast<int64_t>(largest);

@@ -37,7 +37,7 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
                                                     const RecommendOptions& options) {
   if (absl::Status s = CheckOptions(options); !s.ok()) return s;
   CalibrationResult r;
-  r.limits.max_input_tokens = options.max_input_tokens;  // reported even when refusing
+  r.limits.max_input_tokens = options.max_input_tokens;  // used below, and reported even when refusing
   r.limits.max_batch_size = options.max_batch_size;
   r.forward_bytes = static_cast<double>(options.memory_limit_bytes) * (1.0 - options.headroom) -
                     static_cast<double>(options.loaded_process_bytes);
@@ -89,9 +89,7 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
   // fitted bytes scaled by what it really used.
   for (size_t i = 0; i < r.measured.size(); ++i) {
     const GridPoint& p = r.measured[i];
-    const bool formable = p.seq_len <= options.max_input_tokens &&
-                          (options.max_batch_size == 0 || p.batch_size <= options.max_batch_size);
-    if (!formable || bytes[i] <= r.forward_bytes) continue;
+    if (!Formable(p, r.limits) || bytes[i] <= r.forward_bytes) continue;
     const double scaled = r.forward_bytes * r.memory.At(p.batch_size, p.seq_len) / bytes[i];
     if (scaled < budget) {
       budget = scaled;
@@ -100,8 +98,8 @@ absl::StatusOr<CalibrationResult> RecommendFromGrid(std::span<const GridPoint> p
                                      Mib(r.forward_bytes), " the limit leaves"));
     }
   }
-  r.limits = BudgetLimits{static_cast<int64_t>(std::max(budget, 0.0)), options.max_input_tokens,
-                          options.max_batch_size, static_cast<int64_t>(r.forward_bytes)};
+  r.limits.memory_budget_bytes = static_cast<int64_t>(std::max(budget, 0.0));
+  r.limits.forward_limit_bytes = static_cast<int64_t>(r.forward_bytes);
   absl::StatusOr<Recommendation> fitted = RecommendBudgets(r.memory, r.limits);
   if (!fitted.ok()) return fitted.status();
   r.fitted = *fitted;

@@ -93,9 +93,6 @@ struct FitJudgement {
 [[nodiscard]] double LargeShapeShortfall(const QuadraticFit& memory, std::span<const GridPoint> measured,
                                          int64_t large_from_tokens);
 
-// The budget of one cost model (calibration_model.h's Recommendation holds one of each).
-enum class BudgetKind { kSum, kPadded, kMemory };
-
 // Whether a `kind` budget lets a batch padded to `shape` (B rows of L tokens)
 // form under `limits` (L <= max_input_tokens, B <= max_batch_size if > 0); see
 // rule 3 above. `memory` gives the fitted bytes for kMemory.
@@ -112,6 +109,7 @@ struct MeasuredRange {
   int64_t max_tokens = 0;   // largest B·L measured
   int64_t max_seq_len = 0;  // longest L measured
 };
+// The largest B·L and L among `measured` (zeros when it is empty).
 [[nodiscard]] MeasuredRange RangeOf(std::span<const GridPoint> measured);
 
 // Lowers a recommendation to the largest budgets whose LargestAdmittedTokens is

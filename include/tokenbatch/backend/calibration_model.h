@@ -65,6 +65,21 @@ struct Recommendation {
   int64_t memory_bytes = 0;   // max_batch_tokens (bytes) for the `memory` cost model
 };
 
+// The budget of one cost model (a Recommendation holds one of each).
+enum class BudgetKind { kSum, kPadded, kMemory };
+
+// Whether max_input_tokens and max_batch_size (0 = unbounded) let a batch of
+// `shape` (B rows of L tokens) form at all, whatever the budget.
+[[nodiscard]] bool Formable(const GridPoint& shape, const BudgetLimits& limits);
+
+// The most rows of `seq_len` tokens a `kind` budget lets one batch pad to, capped
+// at limits.max_batch_size: padded floor(T / L); sum T - L + 1 (one L-token request
+// and one-token ones); memory the most B with memory.At(B, L) <= M. A double, since
+// a memory budget over a fit without per-token cost admits unboundedly many (2^62).
+// 0 or less: none. The one rule WorstCaseBytes and calibration_check.h share.
+[[nodiscard]] double MostRows(BudgetKind kind, int64_t budget, int64_t seq_len, const QuadraticFit& memory,
+                              const BudgetLimits& limits);
+
 // The worst predicted memory (bytes) of any batch admissible under a `padded`
 // (padded = true) or `sum` budget of `budget_tokens`; see the overview.
 [[nodiscard]] double WorstCaseBytes(const QuadraticFit& memory, int64_t budget_tokens,
@@ -72,10 +87,10 @@ struct Recommendation {
 
 // The largest budgets whose WorstCaseBytes stays within limits.memory_budget_bytes
 // (binary search). Capped at max_batch_size · max_input_tokens when max_batch_size
-// > 0 (no admissible batch is bigger), else at 2^30 tokens. Errors: InvalidArgumentError if
-// max_input_tokens < 1, max_batch_size < 0 or memory_budget_bytes < 0.
+// > 0 (no admissible batch is bigger) and that product is at most 2^30, else at
+// 2^30 tokens. Errors: InvalidArgumentError if max_input_tokens is not in
+// [1, 2^20], max_batch_size < 0 or memory_budget_bytes < 0.
 [[nodiscard]] absl::StatusOr<Recommendation> RecommendBudgets(const QuadraticFit& memory,
                                                               const BudgetLimits& limits);
-
 
 }  // namespace tokenbatch::backend
