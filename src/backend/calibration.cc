@@ -119,7 +119,7 @@ std::vector<GridPoint> PlanGrid(const GridOptions& options) {
 }
 
 absl::StatusOr<std::vector<GridPoint>> RunCalibrationGrid(
-    const TorchEncoder& encoder, const GridOptions& options,
+    const Encoder& encoder, const GridOptions& options,
     const std::function<void(size_t, size_t, const GridPoint&)>& progress) {
   if (options.repeats < 1 || options.warmup < 0 || options.vocab_size < 1) {
     return InvalidArgumentError(absl::StrCat("bad grid options: repeats ", options.repeats,

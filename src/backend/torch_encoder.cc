@@ -6,7 +6,6 @@
 #include <torch/cuda.h>
 #include <torch/script.h>
 
-#include <dlfcn.h>
 
 #include <filesystem>
 #include <new>
@@ -14,14 +13,11 @@
 #include <string>
 #include <utility>
 
-#ifdef TOKENBATCH_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
-
 #include "absl/strings/str_cat.h"
 #include "backend/classify.h"
-#include "backend/peak_memory.h"
+#include "backend/device_peak_memory.h"
 #include "backend/postprocess.h"
+#include "backend/torch_guard.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/core/errors.h"
 
@@ -34,8 +30,7 @@ struct TorchEncoder::Impl {
   bool accepts_token_types = false;
   int hidden_size = 0;
   // Calibration state; see ResetPeakMemory (not thread-safe by contract).
-  mutable CpuPeakMemory cpu_peak;
-  mutable int64_t cuda_baseline_bytes = 0;
+  mutable DevicePeakMemory peak{torch::kCPU};
 
   // Runs forward on a [B, L] batch and returns the last hidden state, checked to
   // be a floating tensor [B, L, H]. Throws on any failure (callers classify).
@@ -86,36 +81,6 @@ torch::Tensor SelectOutput(const torch::IValue& out, const EncoderOptions& optio
   }
   throw BadOutput(absl::StrCat("model output is a ", Describe(out),
                                            ", not a tensor, dict or tuple"));
-}
-
-// Debian's libtorch runs its matrix products in the system BLAS (OpenBLAS with
-// libopenblas0-pthread), whose thread pool is separate from torch's intra-op pool
-// and sized to all cores; set it too, so num_threads bounds a forward's threads.
-// Looked up at run time because another BLAS may be installed instead.
-void SetBlasThreads(int n) {
-  using SetThreads = void (*)(int);
-  if (void* fn = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
-    reinterpret_cast<SetThreads>(fn)(n);
-  }
-}
-
-// Runs `body` and turns any exception into a typed status.
-template <typename F>
-absl::Status Guard(std::string_view context, F&& body) {
-  try {
-    body();
-    return absl::OkStatus();
-  } catch (const c10::OutOfMemoryError& e) {
-    return ClassifyFailure(context, e.what_without_backtrace(), true);
-  } catch (const std::bad_alloc& e) {
-    return ClassifyFailure(context, e.what(), true);
-  } catch (const c10::Error& e) {
-    return ClassifyFailure(context, e.what_without_backtrace(), false);
-  } catch (const std::exception& e) {
-    return ClassifyFailure(context, e.what(), false);
-  } catch (...) {
-    return BackendError(std::string(context) + ": unknown exception");
-  }
 }
 
 }  // namespace
@@ -169,6 +134,7 @@ absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::Load(const EncoderOp
   if (!impl->device.is_cuda() && !impl->device.is_cpu()) {
     return InvalidArgumentError(absl::StrCat("unsupported device ", options.device));
   }
+  impl->peak = DevicePeakMemory(impl->device);
   if (options.num_threads > 0) {
     at::set_num_threads(options.num_threads);
     SetBlasThreads(options.num_threads);
@@ -307,38 +273,8 @@ absl::StatusOr<std::vector<Embedding>> TorchEncoder::Embed(
   return out;
 }
 
-absl::Status TorchEncoder::ResetPeakMemory() const {
-#ifdef TOKENBATCH_TORCH_CUDA
-  if (impl_->device.is_cuda()) {
-    return Guard("cuda peak reset", [&] {
-      const int index = impl_->device.has_index() ? impl_->device.index() : 0;
-      c10::cuda::CUDACachingAllocator::resetPeakStats(index);
-      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-      impl_->cuda_baseline_bytes =
-          stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
-              .current;
-    });
-  }
-#endif
-  return impl_->cpu_peak.Reset();
-}
+absl::Status TorchEncoder::ResetPeakMemory() const { return impl_->peak.Reset(); }
 
-absl::StatusOr<int64_t> TorchEncoder::PeakMemoryBytes() const {
-#ifdef TOKENBATCH_TORCH_CUDA
-  if (impl_->device.is_cuda()) {
-    int64_t peak = 0;
-    absl::Status s = Guard("cuda peak read", [&] {
-      const int index = impl_->device.has_index() ? impl_->device.index() : 0;
-      const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-      peak = stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
-                 .peak -
-             impl_->cuda_baseline_bytes;
-    });
-    if (!s.ok()) return s;
-    return peak;
-  }
-#endif
-  return impl_->cpu_peak.Peak();
-}
+absl::StatusOr<int64_t> TorchEncoder::PeakMemoryBytes() const { return impl_->peak.Peak(); }
 
 }  // namespace tokenbatch::backend

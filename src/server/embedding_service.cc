@@ -9,6 +9,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/runtime/batcher.h"
 #include "server/input_tokens.h"
@@ -137,7 +138,39 @@ struct EmbeddingService::Impl {
   static thread_local int defer_depth;
 
   void RunEmbed(const std::shared_ptr<Pending>& p, EmbedRequest& request);
+
+  // The prompt a request gets, and how many leading tokens it becomes:
+  // sentence-transformers' prompt_length, the prompt tokenised alone less its
+  // trailing special tokens (so the leading [CLS] counts); 0 for no prompt.
+  struct Prompt {
+    std::string text;
+    std::int64_t tokens = 0;
+  };
+  absl::StatusOr<Prompt> ResolvePrompt(const EmbedRequest& request) const;
 };
+
+absl::StatusOr<EmbeddingService::Impl::Prompt> EmbeddingService::Impl::ResolvePrompt(
+    const EmbedRequest& request) const {
+  Prompt prompt{.text = options.default_prompt};
+  if (request.prompt_name.has_value()) {
+    auto it = options.prompts.find(*request.prompt_name);
+    if (it == options.prompts.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, text] : options.prompts) names.push_back(name);
+      return InvalidArgumentError(absl::StrCat("prompt_name \"", *request.prompt_name, "\" is not one of the model's ",
+                                               "prompts (", names.empty() ? "it has none" : absl::StrJoin(names, ", "),
+                                               ")"));
+    }
+    prompt.text = it->second;
+  }
+  if (prompt.text.empty()) return prompt;
+  EmbedInput alone;
+  alone.text = prompt.text;
+  absl::StatusOr<InputTokens> ids = InputToTokens(*tokenizer, alone, InputTokenLimits{});
+  if (!ids.ok()) return Prefixed(ids.status(), "prompt: ");
+  prompt.tokens = static_cast<std::int64_t>(ids->ids.size()) - ids->specials.suffix;
+  return prompt;
+}
 
 void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRequest& request) {
   const std::size_t n = request.inputs.size();
@@ -151,8 +184,19 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   InputTokenLimits limits{.vocab_size = backend->vocab_size(),
                           .truncate_to = request.truncate.value_or(options.auto_truncate) ? max_input_tokens : 0,
                           .direction = request.truncation_direction};
+  absl::StatusOr<Prompt> prompt = ResolvePrompt(request);
+  if (!prompt.ok()) {
+    p->done(prompt.status());
+    return;
+  }
   std::vector<Item> items(n);
   for (std::size_t i = 0; i < n; ++i) {
+    if (!prompt->text.empty() && !request.inputs[i].is_ids) {
+      request.inputs[i].text.insert(0, prompt->text);
+    } else if (request.prompt_name.has_value() && request.inputs[i].is_ids) {
+      p->done(InvalidArgumentError(absl::StrCat("input[", i, "]: prompt_name applies to text inputs, not token ids")));
+      return;
+    }
     absl::StatusOr<InputTokens> ids = InputToTokens(*tokenizer, request.inputs[i], limits);
     if (!ids.ok()) {
       p->done(Prefixed(ids.status(), absl::StrCat("input[", i, "]: ")));
@@ -164,6 +208,10 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
     items[i].specials = ids->specials;
     items[i].input.normalize = request.normalize;
     items[i].input.dimensions = request.dimensions;
+    if (!request.inputs[i].is_ids) {
+      items[i].input.prompt_tokens = static_cast<int>(
+          std::min<std::int64_t>(prompt->tokens, static_cast<std::int64_t>(items[i].input.input_ids.size()) - 1));
+    }
   }
   p->result.tokenize_us = MicrosBetween(t0, SteadyClock::now());
 
@@ -251,6 +299,10 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
             out.input.input_ids = WindowIds(in.input.input_ids, w, in.specials);
             out.input.normalize = in.input.normalize;
             out.input.dimensions = in.input.dimensions;
+            // The prompt lies in the first window only.
+            if (w.begin == 0) {
+              out.input.prompt_tokens = std::min(in.input.prompt_tokens, static_cast<int>(w.end - w.begin) - 1);
+            }
             out.queued = in.queued;
             out.specials = in.specials;
             return out;

@@ -213,12 +213,18 @@ void Router::Tokenize(HttpRequest request, Respond reply) {
 HttpReply Router::Info() const {
   const SchedulerOptions& s = service_->options().batcher.scheduler;
   const EmbeddingBackend& b = service_->backend();
+  const BackendInfo model = b.info();
+  // TEI's shape: model_type {"embedding": {"pooling": ...}}; the config's own
+  // model_type (the architecture) rides inside it.
+  nlohmann::json embedding = {{"hidden_size", b.hidden_size()}};
+  if (!model.pooling.empty()) embedding["pooling"] = model.pooling;
+  if (!model.architecture.empty()) embedding["architecture"] = model.architecture;
   const nlohmann::json info = {
       {"model_id", options_.model_name},
-      {"model_type", {{"embedding", {{"hidden_size", b.hidden_size()}}}}},
+      {"model_type", {{"embedding", embedding}}},
       {"backend", b.name()},
       {"normalize", b.default_normalize()},
-      {"model_dtype", "float32"},
+      {"model_dtype", model.dtype},
       {"max_input_length", service_->max_input_tokens()},
       {"max_batch_tokens", s.max_batch_tokens},
       {"max_batch_requests", s.max_batch_size},

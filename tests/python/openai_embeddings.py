@@ -15,40 +15,17 @@ import array
 import base64
 import math
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 
 import openai
 from tokenizers import Tokenizer
+
+from serving import Serving
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 # The server's default tokenizer, which the test server uses too.
 QWEN3 = os.path.join(ROOT, "data", "tokenizers", "qwen3", "tokenizer.json")
 HIDDEN = 32
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(port, server):
-    for _ in range(400):
-        if server.poll() is not None:
-            raise AssertionError(f"server exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass  # not up yet
-        time.sleep(0.05)
-    raise AssertionError("server did not become healthy")
 
 
 def as_float32(values):
@@ -118,27 +95,11 @@ def check(port):
 
 
 def main():
-    # Loopback only: a proxy from the environment must not carry these requests.
-    os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
     if len(sys.argv) != 2:
         sys.exit("usage: openai_embeddings.py /path/to/tokenbatch")
-    port = free_port()
-    server = subprocess.Popen([sys.argv[1], "serve", "--backend", "noop", "--noop-hidden", str(HIDDEN),
-                               "--port", str(port), "--api-key", "test-key",
-                               "--served-model-name", "tokenbatch-noop", "--tokenizer", QWEN3],
-                              stdin=subprocess.DEVNULL)
-    try:
-        wait_healthy(port, server)
+    with Serving(sys.argv[1], ["--backend", "noop", "--noop-hidden", str(HIDDEN), "--api-key", "test-key",
+                               "--served-model-name", "tokenbatch-noop", "--tokenizer", QWEN3]) as port:
         check(port)
-    finally:
-        if server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            raise
-    assert code == 0, f"server must exit 0 after SIGTERM, got {code}"
     print("openai client test passed")
 
 

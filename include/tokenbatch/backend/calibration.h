@@ -2,7 +2,7 @@
 //
 // `tokenbatch calibrate` runs the encoder over a grid of batch shapes (B requests
 // of L tokens each), measures each shape's latency (µs) and peak memory (bytes
-// above the level before the forward; see TorchEncoder::ResetPeakMemory), and fits
+// above the level before the forward; see Encoder::ResetPeakMemory), and fits
 //
 //   memory  bytes = c0 + c1·B·L + c2·B·L²   (the core's `memory` cost model)
 //   latency µs    = a  + b·B·L  + c·B·L²
@@ -101,7 +101,7 @@ struct GridOptions {
 // Not thread-safe (peak memory is process-wide). Errors: those of Embed and of
 // the peak-memory probe; an OutOfMemoryError names the shape.
 [[nodiscard]] absl::StatusOr<std::vector<GridPoint>> RunCalibrationGrid(
-    const TorchEncoder& encoder, const GridOptions& options,
+    const Encoder& encoder, const GridOptions& options,
     const std::function<void(size_t, size_t, const GridPoint&)>& progress);
 
 }  // namespace tokenbatch::backend

@@ -99,6 +99,10 @@ struct EmbeddingInput {
   std::vector<int32_t> token_type_ids;  // empty (all zero) or the same length as input_ids
   std::optional<bool> normalize;        // unset: EncoderOptions::normalize
   int dimensions = 0;                   // keep the first `dimensions` values; 0 = all H
+  // Leading tokens that a prompt contributed (sentence-transformers' prompt_length:
+  // the prompt's tokens with the leading special token). A model whose pooling says
+  // include_prompt = false leaves them out of mean pooling; otherwise unused.
+  int prompt_tokens = 0;
 };
 
 // One result: `values` holds `dimensions` (or H) floats.
@@ -106,7 +110,24 @@ struct Embedding {
   std::vector<float> values;
 };
 
-class TorchEncoder {
+// What calibrate, bench and serve run: a model that embeds one batch of
+// requests. Implemented by TorchEncoder (TorchScript files) and hf::HfEncoder
+// (Hugging Face model directories); the members have TorchEncoder's contracts.
+class Encoder {
+ public:
+  virtual ~Encoder() = default;
+  // One Embedding per input, in order (see TorchEncoder::Embed).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<Embedding>> Embed(
+      std::span<const EmbeddingInput> inputs) const = 0;
+  // The width of a full embedding, in floats.
+  [[nodiscard]] virtual int hidden_size() const = 0;
+  [[nodiscard]] virtual bool on_cuda() const = 0;
+  // Peak-memory accounting for calibration (see TorchEncoder::ResetPeakMemory).
+  [[nodiscard]] virtual absl::Status ResetPeakMemory() const = 0;
+  [[nodiscard]] virtual absl::StatusOr<int64_t> PeakMemoryBytes() const = 0;
+};
+
+class TorchEncoder final : public Encoder {
  public:
   // Loads the module onto the device, puts it in eval mode, and validates it with a
   // probe batch of shape [2, 3] (output must be float [2, 3, H], H > 0).
@@ -136,13 +157,13 @@ class TorchEncoder {
   // Errors: see the header comment; a failed batch returns one status for the whole
   // batch (no partial results).
   [[nodiscard]] absl::StatusOr<std::vector<Embedding>> Embed(
-      std::span<const EmbeddingInput> inputs) const;
+      std::span<const EmbeddingInput> inputs) const override;
 
   // H: the width of the last hidden state, found by the load probe.
-  [[nodiscard]] int hidden_size() const;
+  [[nodiscard]] int hidden_size() const override;
   [[nodiscard]] const EncoderOptions& options() const;
   // True when the module runs on a CUDA device.
-  [[nodiscard]] bool on_cuda() const;
+  [[nodiscard]] bool on_cuda() const override;
 
   // Peak-memory accounting for calibration. ResetPeakMemory marks the start of a
   // measurement; PeakMemoryBytes returns the peak since then, in bytes, above the
@@ -157,8 +178,8 @@ class TorchEncoder {
   //         untested (no GPU on the development machine).
   // Not thread-safe with each other or with Embed on other threads. Errors:
   // BackendError if /proc cannot be read or written.
-  [[nodiscard]] absl::Status ResetPeakMemory() const;
-  [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const;
+  [[nodiscard]] absl::Status ResetPeakMemory() const override;
+  [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const override;
 
  private:
   struct Impl;

@@ -1,10 +1,12 @@
 // EmbeddingBackend: what the server runs a batch on.
 //
 // The server's Batcher hands a backend one batch of tokenised inputs and expects
-// one embedding per input, in order (the contract of backend::TorchEncoder::Embed,
-// whose torch-free types are reused here). Two implementations:
+// one embedding per input, in order (the contract of backend::Encoder::Embed,
+// whose torch-free types are reused here). Three implementations:
 //   torch  backend::TorchEncoder on a TorchScript model (MakeTorchBackend, only
 //          when the libtorch backend is built: TOKENBATCH_SERVER_HAVE_TORCH);
+//   hf     hf::HfEncoder on a Hugging Face model directory (MakeHfBackend, same
+//          condition);
 //   noop   fixed vectors without a model, for load tests of the HTTP path and for
 //          tests that need no model (MakeNoopBackend).
 // Embed may be called from several Batcher workers at once and blocks for the
@@ -20,8 +22,18 @@
 
 #include "absl/status/statusor.h"
 #include "tokenbatch/backend/encoder.h"
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+#include "tokenbatch/hf/hf_encoder.h"
+#endif
 
 namespace tokenbatch::server {
+
+// What /info says about the model.
+struct BackendInfo {
+  std::string architecture;       // config.json model_type ("bert", ...); "" when unknown
+  std::string dtype = "float32";  // weights and activations
+  std::string pooling;            // "cls" | "mean" | "last"; "" when not pooled here
+};
 
 class EmbeddingBackend {
  public:
@@ -41,8 +53,9 @@ class EmbeddingBackend {
   [[nodiscard]] virtual std::int64_t max_positions() const = 0;
   // Whether embeddings are L2-normalised when an input does not say.
   [[nodiscard]] virtual bool default_normalize() const = 0;
-  // "noop" or "torch".
+  // "noop", "torch" or "hf".
   [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual BackendInfo info() const { return {}; }
 };
 
 struct NoopBackendOptions {
@@ -67,6 +80,10 @@ struct NoopBackendOptions {
 // errors). vocab_size and max_positions come from `options`.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeTorchBackend(
     const backend::EncoderOptions& options);
+// Loads a Hugging Face model directory (see hf::HfEncoder::Load for the options
+// and errors). vocab_size is the config's; max_positions its max_seq_length.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeHfBackend(
+    const hf::HfEncoderOptions& options);
 #endif
 
 }  // namespace tokenbatch::server

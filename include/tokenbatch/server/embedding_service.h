@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,9 @@ struct EmbedRequest {
   std::optional<bool> normalize;    // unset: the backend's default
   std::optional<bool> truncate;     // unset: ServiceOptions::auto_truncate
   TruncationDirection truncation_direction = TruncationDirection::kRight;
+  // A prompt by name (ServiceOptions::prompts), prepended to every text input as
+  // sentence-transformers' encode(prompt_name=...) does; unset: the default prompt.
+  std::optional<std::string> prompt_name;
   int dimensions = 0;               // 0 = all hidden_size values
   // Scheduler priority level of every input (SubmitOptions::priority: higher is
   // served first). 0 = the default level.
@@ -74,6 +78,14 @@ struct ServiceOptions {
   int tokenizer_threads = 2;
   // Default of EmbedRequest::truncate (TEI's --auto-truncate).
   bool auto_truncate = false;
+  // Prompts a request may name (config_sentence_transformers.json's "prompts"):
+  // name -> text prepended to each text input. Its tokens count toward the
+  // budget and the usage, as in sentence-transformers and TEI, and are told to
+  // the backend (EmbeddingInput::prompt_tokens) for pooling that leaves them out.
+  std::map<std::string, std::string> prompts;
+  // Prepended when a request names no prompt ("" = none): TEI's --default-prompt,
+  // or the text of --default-prompt-name / the model's default_prompt_name.
+  std::string default_prompt;
 };
 
 class EmbeddingService {

@@ -1,0 +1,99 @@
+// HfEncoder: a Hugging Face / sentence-transformers model directory run in C++
+// over libtorch (no TorchScript, no Python at run time), as TEI serves one.
+//
+// Load reads the directory (model_directory.h), the weights by name from
+// safetensors (safetensors.h) into the architecture config.json names
+// (bert, xlm-roberta / roberta, qwen3), the Dense modules after pooling, and runs a
+// probe forward so that an unusable dtype or device fails at load, not on the
+// first request. Embed then runs, per batch:
+//   transformer -> pooling (cls | mean | last token, from the Pooling module; mean
+//   leaves out a request's prompt_tokens when include_prompt is false) ->
+//   Dense layers -> Matryoshka truncation -> L2 normalisation (the Normalize
+//   module, or the request's choice).
+// Execution layout (transformer.h): packed, [Σ tokens, H] through the linear
+// layers and attention per request, so padding costs nothing; or padded,
+// [B, Lmax, H] with a key mask, as transformers runs it.
+//
+// libtorch stays out of this header (pimpl).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/backend/encoder.h"
+#include "tokenbatch/hf/model_directory.h"
+
+namespace tokenbatch::hf {
+
+enum class Execution {
+  kPacked,  // no padded positions computed: cost Σ tokens
+  kPadded,  // right-padded [B, Lmax]: cost B x Lmax
+};
+// "packed" | "padded" -> Execution; InvalidArgumentError otherwise.
+[[nodiscard]] absl::StatusOr<Execution> ParseExecution(std::string_view name);
+
+struct HfEncoderOptions {
+  std::string model_dir;          // required
+  std::string device = "cpu";     // "cpu", or "cuda" / "cuda:N" with a CUDA libtorch
+  // Weights and activations: "float32", "float16" or "bfloat16" (TEI's --dtype).
+  // Softmax and RMSNorm run in float32 whatever this says.
+  std::string dtype = "float32";
+  Execution execution = Execution::kPacked;
+  // Overrides the directory's Pooling module; required when it has none.
+  std::optional<backend::Pooling> pooling;
+  // Overrides the directory's Normalize module as the default for requests.
+  std::optional<bool> normalize;
+  // CPU threads per forward (see backend::EncoderOptions::num_threads); 0 = default.
+  int num_threads = 0;
+  // CUDA only, > 0: the most bytes the caching allocator may hold on the device,
+  // so that batches beyond it fail with a real CUDA OOM as on a smaller GPU.
+  int64_t cuda_memory_limit_bytes = 0;
+};
+
+class HfEncoder final : public backend::Encoder {
+ public:
+  // Loads everything or nothing. Blocks for the file reads and the probe (about a
+  // second for a 90 MB model). Errors: InvalidArgumentError naming the file and
+  // field or tensor (see model_directory.h, safetensors.h; a Dense layer whose
+  // in_features differs from the width before it; no pooling), or an unusable
+  // device / dtype; BackendError / OutOfMemoryError if the probe forward fails.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HfEncoder>> Load(const HfEncoderOptions& options);
+  ~HfEncoder() override;
+  HfEncoder(const HfEncoder&) = delete;
+  HfEncoder& operator=(const HfEncoder&) = delete;
+
+  // One embedding per input, in order; empty in, empty out. Inputs are checked
+  // first: ids in [0, vocab_size), 1..max_seq_length tokens, token types below
+  // type_vocab_size, dimensions in [0, hidden_size()], prompt_tokens in [0, length).
+  // Blocks for the forward. Thread-safe: weights are read only, each call has its
+  // own tensors. Errors: InvalidArgumentError (an input), OutOfMemoryError (an
+  // allocation failed: the runtime may split the batch), BackendError (any other
+  // failure), one status for the whole batch.
+  [[nodiscard]] absl::StatusOr<std::vector<backend::Embedding>> Embed(
+      std::span<const backend::EmbeddingInput> inputs) const override;
+
+  // Width of the embeddings: the last Dense layer's out_features, else hidden_size.
+  [[nodiscard]] int hidden_size() const override;
+  [[nodiscard]] bool on_cuda() const override;
+  [[nodiscard]] absl::Status ResetPeakMemory() const override;
+  [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const override;
+
+  [[nodiscard]] const ModelDirectory& model() const;
+  [[nodiscard]] const HfEncoderOptions& options() const;
+  [[nodiscard]] backend::Pooling pooling() const;
+  // The default for requests that do not say (options, else the Normalize module).
+  [[nodiscard]] bool normalize() const;
+
+ private:
+  struct Impl;
+  explicit HfEncoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenbatch::hf

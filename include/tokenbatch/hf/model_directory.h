@@ -1,0 +1,106 @@
+// A Hugging Face / sentence-transformers model directory, read the way
+// sentence-transformers and text-embeddings-inference read it, without running it.
+//
+// Files (all JSON, all optional except config.json):
+//   config.json                          the transformer's architecture (ArchitectureConfig)
+//   modules.json                         the sentence-transformers pipeline: a Transformer
+//                                        module, then Pooling, Dense and Normalize modules
+//   <pooling module>/config.json         pooling_mode_cls_token | _mean_tokens | _lasttoken,
+//                                        include_prompt
+//   <dense module>/config.json           in_features, out_features, bias, activation_function
+//                                        (weights in that folder's model.safetensors)
+//   sentence_bert_config.json            max_seq_length (sentence-transformers truncates to it)
+//   config_sentence_transformers.json    prompts {name: text}, default_prompt_name
+//   tokenizer.json                       the tokenizer (read by tokenbatch::tokenizer)
+// Without modules.json the directory is a plain transformers model: pooling then
+// comes from the caller (`--pooling`), no dense layers, no normalisation.
+//
+// Every value is checked: a missing file the config points to, a wrong JSON type,
+// a non-positive size, an unsupported model_type, pooling mode or activation is an
+// InvalidArgumentError naming the file and the field, and listing what is
+// supported. Pure (file reads only), thread-safe, blocks for the reads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/backend/encoder.h"
+
+namespace tokenbatch::hf {
+
+// The architectures implemented (hf/transformer.h), by config.json model_type.
+enum class Architecture {
+  kBert,        // "bert": absolute positions, token types, post-LayerNorm, GELU
+  kXlmRoberta,  // "xlm-roberta", "roberta": BERT with positions offset by pad_token_id + 1
+  kQwen3,       // "qwen3": RoPE, grouped-query attention, RMSNorm, causal, SwiGLU
+};
+
+// "bert" | "xlm-roberta" | "qwen3", the name used in messages and /info.
+[[nodiscard]] std::string_view ArchitectureName(Architecture a);
+
+// Transformer sizes from config.json (transformers' field names). Sizes are
+// counts; eps are added to variances.
+struct ArchitectureConfig {
+  Architecture architecture = Architecture::kBert;
+  std::string model_type;        // as written in config.json
+  int64_t vocab_size = 0;        // rows of the token embedding table
+  int64_t hidden_size = 0;       // H
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // Qwen3 (grouped-query attention); = heads otherwise
+  int64_t head_dim = 0;             // Qwen3 may set it; otherwise H / heads
+  int64_t intermediate_size = 0;
+  std::string hidden_act;           // "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu"
+  double layer_norm_eps = 1e-12;    // BERT, XLM-R
+  double rms_norm_eps = 1e-6;       // Qwen3
+  int64_t max_position_embeddings = 0;
+  int64_t type_vocab_size = 0;      // BERT, XLM-R token types
+  int64_t pad_token_id = 0;
+  double rope_theta = 10000.0;      // Qwen3
+  bool attention_bias = false;      // Qwen3 q/k/v/o biases
+  std::string torch_dtype;          // the checkpoint's dtype as config.json says ("float32", ...)
+  // Positions a sequence may use: max_position_embeddings, less XLM-R's offset
+  // (pad_token_id + 1) which its position table reserves.
+  [[nodiscard]] int64_t max_input_positions() const;
+};
+
+// A post-pooling dense layer (sentence_transformers.models.Dense):
+// y = activation(x W^T + b), W [out_features, in_features].
+struct DenseLayer {
+  std::string dir;        // folder holding model.safetensors (linear.weight, linear.bias)
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  std::string activation;  // "identity" or "tanh" (from activation_function)
+};
+
+struct ModelDirectory {
+  std::string root;
+  std::string transformer_dir;  // where config.json and the weights are (the Transformer module's path)
+  ArchitectureConfig config;
+  // Pooling from the pooling module; unset for a plain transformers directory.
+  std::optional<backend::Pooling> pooling;
+  bool include_prompt = true;  // false: prompt tokens are left out of the pooling
+  std::vector<DenseLayer> dense;
+  bool normalize = false;      // a Normalize module is present
+  // Longest input in tokens: sentence_bert_config.json's max_seq_length when
+  // given, else config.max_input_positions(); never above the latter.
+  int64_t max_seq_length = 0;
+  std::map<std::string, std::string> prompts;  // name -> text prepended to the input
+  std::string default_prompt_name;             // "" = none
+  std::string tokenizer_path;                  // <transformer_dir>/tokenizer.json ("" if absent)
+};
+
+// Reads config.json alone (see the header comment for the checks).
+[[nodiscard]] absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view json_text,
+                                                                         std::string_view source);
+
+// Reads the directory `root` (see the header comment).
+[[nodiscard]] absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root);
+
+}  // namespace tokenbatch::hf

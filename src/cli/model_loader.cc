@@ -1,0 +1,54 @@
+#include "cli/model_loader.h"
+
+#include "absl/strings/str_cat.h"
+#include "tokenbatch/core/errors.h"
+#include "tokenbatch/hf/hf_encoder.h"
+
+namespace tokenbatch::cli {
+
+absl::StatusOr<LoadedModel> LoadModel(const ModelFlags& flags, std::int64_t vocab_size, std::int64_t max_positions,
+                                      const std::string& fallback_pooling) {
+  if (flags.model_id.empty() == flags.model.empty()) {
+    return InvalidArgumentError("pass --model-id DIR (a Hugging Face model directory) or --model FILE (TorchScript)");
+  }
+  LoadedModel out;
+  if (!flags.model_id.empty()) {
+    hf::HfEncoderOptions options{.model_dir = flags.model_id, .device = flags.device, .dtype = flags.dtype,
+                                 .num_threads = flags.threads,
+                                 .cuda_memory_limit_bytes = static_cast<std::int64_t>(flags.cuda_memory_limit)};
+    absl::StatusOr<hf::Execution> execution = hf::ParseExecution(flags.execution);
+    if (!execution.ok()) return execution.status();
+    options.execution = *execution;
+    if (!flags.pooling.empty()) {
+      absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(flags.pooling);
+      if (!pooling.ok()) return pooling.status();
+      options.pooling = *pooling;
+    }
+    absl::StatusOr<std::unique_ptr<hf::HfEncoder>> encoder = hf::HfEncoder::Load(options);
+    if (!encoder.ok()) return encoder.status();
+    out.path = flags.model_id;
+    out.vocab_size = (*encoder)->model().config.vocab_size;
+    out.max_positions = (*encoder)->model().max_seq_length;
+    out.tokenizer = (*encoder)->model().tokenizer_path;
+    out.pooling = std::string(backend::PoolingName((*encoder)->pooling()));
+    out.encoder = *std::move(encoder);
+    return out;
+  }
+  if (flags.cuda_memory_limit > 0) return InvalidArgumentError("--cuda-memory-limit applies to --model-id models");
+  backend::EncoderOptions options{.model_path = flags.model, .device = flags.device, .num_threads = flags.threads,
+                                  .max_positions = max_positions, .vocab_size = vocab_size};
+  absl::StatusOr<backend::Pooling> pooling =
+      backend::ParsePooling(flags.pooling.empty() ? fallback_pooling : flags.pooling);
+  if (!pooling.ok()) return pooling.status();
+  options.pooling = *pooling;
+  absl::StatusOr<std::unique_ptr<backend::TorchEncoder>> encoder = backend::TorchEncoder::Load(options);
+  if (!encoder.ok()) return encoder.status();
+  out.path = flags.model;
+  out.vocab_size = vocab_size;
+  out.max_positions = max_positions;
+  out.pooling = std::string(backend::PoolingName(*pooling));
+  out.encoder = *std::move(encoder);
+  return out;
+}
+
+}  // namespace tokenbatch::cli

@@ -1,0 +1,110 @@
+// BERT and XLM-RoBERTa encoders (transformers' BertModel, XLMRobertaModel):
+// embeddings (word + absolute position + token type, LayerNorm), then per layer
+// self-attention and a GELU feed-forward, each followed by residual + LayerNorm
+// (post-norm). XLM-R differs only in its positions, which start at
+// pad_token_id + 1 (its position table reserves the rows below).
+#include <string>
+#include <vector>
+
+#include "hf/architectures.h"
+#include "hf/transformer.h"
+#include "hf/weights.h"
+
+namespace tokenbatch::hf {
+namespace {
+
+struct Layer {
+  at::Tensor qkv_w, qkv_b;  // fused [3H, H], [3H]
+  at::Tensor out_w, out_b, ln1_w, ln1_b;
+  at::Tensor up_w, up_b, down_w, down_b, ln2_w, ln2_b;
+};
+
+class Bert final : public Transformer {
+ public:
+  Bert(const ArchitectureConfig& c, const Checkpoint& checkpoint, const std::string& prefix, at::ScalarType dtype,
+       at::Device device, absl::Status& status)
+      : config_(c) {
+    const int64_t h = c.hidden_size;
+    WeightReader w(checkpoint, prefix, dtype, device);
+    word_ = w.Get("embeddings.word_embeddings.weight", {c.vocab_size, h});
+    position_ = w.Get("embeddings.position_embeddings.weight", {c.max_position_embeddings, h});
+    if (c.type_vocab_size > 0) type_ = w.Get("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
+    emb_ln_w_ = w.Get("embeddings.LayerNorm.weight", {h});
+    emb_ln_b_ = w.Get("embeddings.LayerNorm.bias", {h});
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+      const std::string p = "encoder.layer." + std::to_string(i) + ".";
+      Layer l;
+      std::vector<at::Tensor> ws, bs;
+      for (const char* name : {"query", "key", "value"}) {
+        ws.push_back(w.Get(p + "attention.self." + name + ".weight", {h, h}));
+        bs.push_back(w.Get(p + "attention.self." + name + ".bias", {h}));
+      }
+      if (w.status().ok()) {
+        l.qkv_w = at::cat(ws, 0);
+        l.qkv_b = at::cat(bs, 0);
+      }
+      l.out_w = w.Get(p + "attention.output.dense.weight", {h, h});
+      l.out_b = w.Get(p + "attention.output.dense.bias", {h});
+      l.ln1_w = w.Get(p + "attention.output.LayerNorm.weight", {h});
+      l.ln1_b = w.Get(p + "attention.output.LayerNorm.bias", {h});
+      l.up_w = w.Get(p + "intermediate.dense.weight", {c.intermediate_size, h});
+      l.up_b = w.Get(p + "intermediate.dense.bias", {c.intermediate_size});
+      l.down_w = w.Get(p + "output.dense.weight", {h, c.intermediate_size});
+      l.down_b = w.Get(p + "output.dense.bias", {h});
+      l.ln2_w = w.Get(p + "output.LayerNorm.weight", {h});
+      l.ln2_b = w.Get(p + "output.LayerNorm.bias", {h});
+      layers_.push_back(std::move(l));
+    }
+    status = w.status();
+  }
+
+  at::Tensor Forward(const TokenBatch& batch) const override {
+    const int64_t h = config_.hidden_size;
+    const double eps = config_.layer_norm_eps;
+    at::Tensor positions = batch.positions;
+    if (config_.architecture == Architecture::kXlmRoberta) positions = positions + (config_.pad_token_id + 1);
+    at::Tensor x = at::embedding(word_, batch.ids) + at::embedding(position_, positions);
+    if (type_.defined()) x = x + at::embedding(type_, batch.types);
+    x = at::layer_norm(x, {h}, emb_ln_w_, emb_ln_b_, eps);
+    std::vector<int64_t> head_shape(x.sizes().begin(), x.sizes().end() - 1);
+    head_shape.push_back(config_.num_attention_heads);
+    head_shape.push_back(config_.head_dim);
+    for (const Layer& l : layers_) {
+      std::vector<at::Tensor> qkv = at::linear(x, l.qkv_w, l.qkv_b).chunk(3, -1);
+      at::Tensor context = Attention(batch, qkv[0].reshape(head_shape), qkv[1].reshape(head_shape),
+                                     qkv[2].reshape(head_shape), /*causal=*/false);
+      x = at::layer_norm(at::linear(context, l.out_w, l.out_b) + x, {h}, l.ln1_w, l.ln1_b, eps);
+      at::Tensor up = Activation(at::linear(x, l.up_w, l.up_b));
+      x = at::layer_norm(at::linear(up, l.down_w, l.down_b) + x, {h}, l.ln2_w, l.ln2_b, eps);
+    }
+    return x;
+  }
+
+ private:
+  at::Tensor Activation(const at::Tensor& x) const {
+    const std::string& act = config_.hidden_act;
+    if (act == "gelu") return at::gelu(x);
+    if (act == "gelu_new" || act == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
+    if (act == "relu") return at::relu(x);
+    return at::silu(x);
+  }
+
+  ArchitectureConfig config_;
+  at::Tensor word_, position_, type_, emb_ln_w_, emb_ln_b_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transformer>> LoadBert(const ArchitectureConfig& config, const Checkpoint& checkpoint,
+                                                      at::ScalarType dtype, at::Device device) {
+  absl::StatusOr<std::string> prefix =
+      FindPrefix(checkpoint, "embeddings.word_embeddings.weight", {"bert.", "roberta.", "model."});
+  if (!prefix.ok()) return prefix.status();
+  absl::Status status;
+  auto model = std::make_unique<Bert>(config, checkpoint, *prefix, dtype, device, status);
+  if (!status.ok()) return status;
+  return std::unique_ptr<Transformer>(std::move(model));
+}
+
+}  // namespace tokenbatch::hf

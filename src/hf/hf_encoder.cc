@@ -1,0 +1,282 @@
+// HfEncoder: batch assembly, pooling, Dense layers and post-processing around
+// the transformer (transformer.h). One of the few translation units with ATen.
+#include "tokenbatch/hf/hf_encoder.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <filesystem>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "backend/device_peak_memory.h"
+#include "backend/postprocess.h"
+#include "backend/torch_guard.h"
+#include "hf/transformer.h"
+#include "hf/weights.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::hf {
+
+using backend::Embedding;
+using backend::EmbeddingInput;
+using backend::Guard;
+using backend::Pooling;
+
+struct HfEncoder::Impl {
+  HfEncoderOptions options;
+  ModelDirectory model;
+  at::Device device{at::kCPU};
+  at::ScalarType dtype = at::kFloat;
+  Pooling pooling = Pooling::kMean;
+  bool normalize = false;
+  std::unique_ptr<Transformer> transformer;
+  struct Dense {
+    at::Tensor weight, bias;
+    bool tanh = false;
+  };
+  std::vector<Dense> dense;
+  int width = 0;  // embedding width after the Dense layers
+  backend::EncoderOptions limits;  // what backend::ValidateInputs checks
+  mutable backend::DevicePeakMemory peak{at::kCPU};
+
+  // The batch in the configured layout, on the device.
+  TokenBatch Assemble(std::span<const EmbeddingInput> inputs) const;
+  // [B, width] float32 on the CPU.
+  at::Tensor Run(std::span<const EmbeddingInput> inputs) const;
+};
+
+absl::StatusOr<Execution> ParseExecution(std::string_view name) {
+  if (name == "packed") return Execution::kPacked;
+  if (name == "padded") return Execution::kPadded;
+  return InvalidArgumentError(absl::StrCat("execution must be packed or padded, got \"", std::string(name), "\""));
+}
+
+namespace {
+
+absl::StatusOr<at::ScalarType> ParseDtype(std::string_view name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "float16") return at::kHalf;
+  if (name == "bfloat16") return at::kBFloat16;
+  return InvalidArgumentError(absl::StrCat("dtype must be float32, float16 or bfloat16, got \"", std::string(name), "\""));
+}
+
+}  // namespace
+
+TokenBatch HfEncoder::Impl::Assemble(std::span<const EmbeddingInput> inputs) const {
+  TokenBatch batch;
+  batch.packed = options.execution == Execution::kPacked;
+  const int64_t b = static_cast<int64_t>(inputs.size());
+  batch.offsets.push_back(0);
+  for (const EmbeddingInput& in : inputs) {
+    const int64_t n = static_cast<int64_t>(in.input_ids.size());
+    batch.offsets.push_back(batch.offsets.back() + n);
+    batch.max_length = std::max(batch.max_length, n);
+  }
+  const int64_t total = batch.packed ? batch.offsets.back() : b * batch.max_length;
+  const auto longs = at::TensorOptions().dtype(at::kLong);
+  at::Tensor ids = at::full({total}, model.config.pad_token_id, longs);
+  at::Tensor positions = at::zeros({total}, longs);
+  at::Tensor types = at::zeros({total}, longs);
+  at::Tensor mask = at::zeros({total}, at::TensorOptions().dtype(at::kBool));
+  int64_t* ids_p = ids.data_ptr<int64_t>();
+  int64_t* pos_p = positions.data_ptr<int64_t>();
+  int64_t* types_p = types.data_ptr<int64_t>();
+  bool* mask_p = mask.data_ptr<bool>();
+  for (int64_t i = 0; i < b; ++i) {
+    const EmbeddingInput& in = inputs[i];
+    const int64_t base = batch.packed ? batch.offsets[i] : i * batch.max_length;
+    for (size_t j = 0; j < in.input_ids.size(); ++j) {
+      ids_p[base + j] = in.input_ids[j];
+      pos_p[base + j] = static_cast<int64_t>(j);
+      types_p[base + j] = in.token_type_ids.empty() ? 0 : in.token_type_ids[j];
+      mask_p[base + j] = true;
+    }
+  }
+  if (!batch.packed) {
+    ids = ids.view({b, batch.max_length});
+    positions = positions.view({b, batch.max_length});
+    types = types.view({b, batch.max_length});
+    batch.key_mask = mask.view({b, batch.max_length}).to(device);
+  }
+  batch.ids = ids.to(device);
+  batch.positions = positions.to(device);
+  batch.types = types.to(device);
+  return batch;
+}
+
+at::Tensor HfEncoder::Impl::Run(std::span<const EmbeddingInput> inputs) const {
+  c10::InferenceMode guard;
+  const TokenBatch batch = Assemble(inputs);
+  at::Tensor hidden = transformer->Forward(batch);
+  const int64_t h = hidden.size(-1);
+  // Both layouts keep a request's tokens in consecutive rows of [rows, H].
+  at::Tensor rows = hidden.reshape({-1, h});
+  std::vector<at::Tensor> pooled;
+  pooled.reserve(inputs.size());
+  for (int64_t i = 0; i < batch.batch_size(); ++i) {
+    const int64_t base = batch.packed ? batch.offsets[i] : i * batch.max_length;
+    const int64_t n = batch.offsets[i + 1] - batch.offsets[i];
+    switch (pooling) {
+      case Pooling::kCls: pooled.push_back(rows[base]); break;
+      case Pooling::kLast: pooled.push_back(rows[base + n - 1]); break;
+      case Pooling::kMean: {
+        const int64_t skip = model.include_prompt ? 0 : inputs[i].prompt_tokens;
+        pooled.push_back(rows.narrow(0, base + skip, n - skip).to(at::kFloat).mean(0).to(rows.scalar_type()));
+        break;
+      }
+    }
+  }
+  at::Tensor x = at::stack(pooled, 0);
+  for (const Dense& d : dense) {
+    x = at::linear(x, d.weight, d.bias);
+    if (d.tanh) x = at::tanh(x);
+  }
+  return x.to(at::kCPU, at::kFloat).contiguous();
+}
+
+HfEncoder::HfEncoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HfEncoder::~HfEncoder() = default;
+
+absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOptions& options) {
+  if (options.num_threads < 0) return InvalidArgumentError("num_threads must be >= 0");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  absl::StatusOr<at::ScalarType> dtype = ParseDtype(options.dtype);
+  if (!dtype.ok()) return dtype.status();
+  impl->dtype = *dtype;
+  if (!Guard("device", [&] { impl->device = at::Device(options.device); }).ok() ||
+      !(impl->device.is_cpu() || impl->device.is_cuda())) {
+    return InvalidArgumentError(absl::StrCat("bad device \"", options.device, "\"; expected cpu or cuda:N"));
+  }
+  if (impl->device.is_cuda() && !at::hasCUDA()) {
+    return InvalidArgumentError(absl::StrCat("device ", options.device, " requested but libtorch has no CUDA"));
+  }
+  impl->peak = backend::DevicePeakMemory(impl->device);
+  if (options.cuda_memory_limit_bytes > 0) {
+    if (absl::Status s = backend::LimitCudaMemory(impl->device, options.cuda_memory_limit_bytes); !s.ok()) return s;
+  }
+  if (options.num_threads > 0) {
+    at::set_num_threads(options.num_threads);
+    backend::SetBlasThreads(options.num_threads);
+  }
+
+  absl::StatusOr<ModelDirectory> model = ReadModelDirectory(options.model_dir);
+  if (!model.ok()) return model.status();
+  impl->model = *std::move(model);
+  const ModelDirectory& m = impl->model;
+  if (options.pooling) {
+    impl->pooling = *options.pooling;
+  } else if (m.pooling) {
+    impl->pooling = *m.pooling;
+  } else {
+    return InvalidArgumentError(absl::StrCat(options.model_dir,
+                                             ": no sentence-transformers Pooling module (modules.json); "
+                                             "say how to pool with --pooling cls|mean|last"));
+  }
+  impl->normalize = options.normalize.value_or(m.normalize);
+
+  absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Open(m.transformer_dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  absl::Status loaded = Guard("loading weights", [&] {
+    absl::StatusOr<std::unique_ptr<Transformer>> t =
+        LoadTransformer(m.config, *checkpoint, impl->dtype, impl->device);
+    if (!t.ok()) throw std::invalid_argument(std::string(t.status().message()));
+    impl->transformer = *std::move(t);
+    int64_t width = m.config.hidden_size;
+    for (const DenseLayer& layer : m.dense) {
+      if (layer.in_features != width) {
+        throw std::invalid_argument(absl::StrCat(layer.dir, "/config.json: in_features ", layer.in_features,
+                                                 " does not match the width before it, ", width));
+      }
+      absl::StatusOr<Checkpoint> dense_weights = Checkpoint::Open(layer.dir);
+      if (!dense_weights.ok()) throw std::invalid_argument(std::string(dense_weights.status().message()));
+      WeightReader reader(*dense_weights, "", impl->dtype, impl->device);
+      Impl::Dense d;
+      d.weight = reader.Get("linear.weight", {layer.out_features, layer.in_features});
+      if (layer.bias) d.bias = reader.Get("linear.bias", {layer.out_features});
+      d.tanh = layer.activation == "tanh";
+      if (!reader.status().ok()) throw std::invalid_argument(std::string(reader.status().message()));
+      impl->dense.push_back(std::move(d));
+      width = layer.out_features;
+    }
+    impl->width = static_cast<int>(width);
+  });
+  if (!loaded.ok()) {
+    // Guard classified our own std::invalid_argument as a BackendError; a bad file is bad input.
+    return loaded.code() == absl::StatusCode::kResourceExhausted ? loaded
+                                                                  : InvalidArgumentError(loaded.message());
+  }
+  impl->limits = backend::EncoderOptions{.model_path = options.model_dir,
+                                         .device = options.device,
+                                         .pooling = impl->pooling,
+                                         .normalize = impl->normalize,
+                                         .pad_token_id = m.config.pad_token_id,
+                                         .max_positions = m.max_seq_length,
+                                         .vocab_size = m.config.vocab_size};
+  std::unique_ptr<HfEncoder> encoder(new HfEncoder(std::move(impl)));
+  // Probe: two requests of different lengths, so both layouts mask or split.
+  std::vector<EmbeddingInput> probe(2);
+  probe[0].input_ids = {0, 0, 0};
+  probe[1].input_ids = {0, 0};
+  absl::StatusOr<std::vector<Embedding>> out = encoder->Embed(probe);
+  if (!out.ok()) {
+    const bool cpu_half = options.dtype == "float16" && !encoder->on_cuda();
+    return absl::Status(out.status().code(),
+                        absl::StrCat("probe forward with dtype ", options.dtype, " on ", options.device, ": ",
+                                     out.status().message(),
+                                     cpu_half ? " (libtorch lacks float16 CPU kernels for this model: use float32 "
+                                                "or bfloat16 on the CPU)"
+                                              : ""));
+  }
+  return encoder;
+}
+
+absl::StatusOr<std::vector<Embedding>> HfEncoder::Embed(std::span<const EmbeddingInput> inputs) const {
+  if (inputs.empty()) return std::vector<Embedding>{};
+  const Impl& impl = *impl_;
+  absl::Status valid = backend::ValidateInputs(inputs, impl.limits, impl.width,
+                                               /*accepts_token_types=*/impl.model.config.type_vocab_size > 0);
+  if (!valid.ok()) return valid;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (int32_t t : inputs[i].token_type_ids) {
+      if (t >= impl.model.config.type_vocab_size) {
+        return InvalidArgumentError(absl::StrCat("input ", i, ": token type ", t, " >= type_vocab_size ",
+                                                 impl.model.config.type_vocab_size));
+      }
+    }
+    if (inputs[i].prompt_tokens < 0 || inputs[i].prompt_tokens >= static_cast<int>(inputs[i].input_ids.size())) {
+      return InvalidArgumentError(absl::StrCat("input ", i, ": prompt_tokens ", inputs[i].prompt_tokens,
+                                               " must be in [0, ", inputs[i].input_ids.size(), ")"));
+    }
+  }
+  at::Tensor pooled;
+  absl::Status ran = Guard(absl::StrCat("forward of ", inputs.size(), " inputs"), [&] {
+    // OpenMP's thread count is per calling thread, so apply it on each caller.
+    if (impl.options.num_threads > 0 && at::get_num_threads() != impl.options.num_threads) {
+      at::set_num_threads(impl.options.num_threads);
+    }
+    pooled = impl.Run(inputs);
+  });
+  if (!ran.ok()) return ran;
+  std::vector<Embedding> out;
+  out.reserve(inputs.size());
+  const float* p = pooled.data_ptr<float>();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out.push_back(backend::FinishEmbedding(std::span<const float>(p + i * impl.width, impl.width),
+                                           inputs[i].dimensions, inputs[i].normalize.value_or(impl.normalize)));
+  }
+  return out;
+}
+
+int HfEncoder::hidden_size() const { return impl_->width; }
+bool HfEncoder::on_cuda() const { return impl_->device.is_cuda(); }
+absl::Status HfEncoder::ResetPeakMemory() const { return impl_->peak.Reset(); }
+absl::StatusOr<int64_t> HfEncoder::PeakMemoryBytes() const { return impl_->peak.Peak(); }
+const ModelDirectory& HfEncoder::model() const { return impl_->model; }
+const HfEncoderOptions& HfEncoder::options() const { return impl_->options; }
+backend::Pooling HfEncoder::pooling() const { return impl_->pooling; }
+bool HfEncoder::normalize() const { return impl_->normalize; }
+
+}  // namespace tokenbatch::hf

@@ -1,0 +1,319 @@
+#include "tokenbatch/hf/model_directory.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::hf {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+absl::Status Bad(std::string_view source, std::string_view what) {
+  return InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
+}
+
+// The JSON object in `path`; nullopt-like discarded json if the file is absent
+// and `optional`.
+absl::StatusOr<json> ReadJsonObject(const fs::path& path, bool optional) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    if (optional) return json();
+    return Bad(path.string(), "missing");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad(path.string(), "not a JSON object");
+  return j;
+}
+
+// Reads `key` of `j` into `out` if present. Integers must be > 0 when `positive`
+// (else >= 0); numbers must be finite and > 0.
+absl::Status ReadInt(const json& j, const char* key, int64_t& out, std::string_view source, bool positive = true) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_number_integer() || it->get<int64_t>() < (positive ? 1 : 0)) {
+    return Bad(source, absl::StrCat(key, " must be an integer ", positive ? "> 0" : ">= 0", ", got ", it->dump()));
+  }
+  out = it->get<int64_t>();
+  return absl::OkStatus();
+}
+
+absl::Status ReadPositive(const json& j, const char* key, double& out, std::string_view source) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e300) {
+    return Bad(source, absl::StrCat(key, " must be a positive number, got ", it->dump()));
+  }
+  out = it->get<double>();
+  return absl::OkStatus();
+}
+
+std::string ReadString(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+absl::StatusOr<backend::Pooling> ReadPooling(const json& j, std::string_view source, bool& include_prompt) {
+  if (j.contains("include_prompt")) {
+    if (!j["include_prompt"].is_boolean()) return Bad(source, "include_prompt must be true or false");
+    include_prompt = j["include_prompt"].get<bool>();
+  }
+  // sentence-transformers >= 6 writes one string; earlier versions one boolean per mode.
+  if (j.contains("pooling_mode")) {
+    const std::string mode = ReadString(j, "pooling_mode");
+    if (mode == "cls") return backend::Pooling::kCls;
+    if (mode == "mean") return backend::Pooling::kMean;
+    if (mode == "lasttoken") return backend::Pooling::kLast;
+    return Bad(source, absl::StrCat("pooling_mode ", j["pooling_mode"].dump(),
+                                    " is not supported (supported: cls, mean, lasttoken)"));
+  }
+  auto flag = [&](const char* key) { return j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); };
+  static constexpr const char* kUnsupported[] = {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+                                                 "pooling_mode_weightedmean_tokens"};
+  for (const char* key : kUnsupported) {
+    if (flag(key)) return Bad(source, absl::StrCat(key, " is not supported (supported: cls, mean, lasttoken)"));
+  }
+  const bool cls = flag("pooling_mode_cls_token");
+  const bool mean = flag("pooling_mode_mean_tokens");
+  const bool last = flag("pooling_mode_lasttoken");
+  if (int(cls) + int(mean) + int(last) != 1) {
+    return Bad(source, "exactly one of pooling_mode_cls_token, pooling_mode_mean_tokens and pooling_mode_lasttoken "
+                       "must be true (sentence-transformers would concatenate several; tokenbatch does not)");
+  }
+  return cls ? backend::Pooling::kCls : mean ? backend::Pooling::kMean : backend::Pooling::kLast;
+}
+
+absl::StatusOr<DenseLayer> ReadDense(const fs::path& dir) {
+  const std::string source = (dir / "config.json").string();
+  absl::StatusOr<json> j = ReadJsonObject(dir / "config.json", false);
+  if (!j.ok()) return j.status();
+  DenseLayer d;
+  d.dir = dir.string();
+  if (absl::Status s = ReadInt(*j, "in_features", d.in_features, source); !s.ok()) return s;
+  if (absl::Status s = ReadInt(*j, "out_features", d.out_features, source); !s.ok()) return s;
+  if (d.in_features == 0 || d.out_features == 0) return Bad(source, "needs in_features and out_features");
+  if (j->contains("bias")) d.bias = (*j)["bias"].is_boolean() && (*j)["bias"].get<bool>();
+  const std::string act = ReadString(*j, "activation_function");
+  if (act.empty() || act == "torch.nn.modules.linear.Identity") {
+    d.activation = "identity";
+  } else if (act == "torch.nn.modules.activation.Tanh") {
+    d.activation = "tanh";
+  } else {
+    return Bad(source, absl::StrCat("activation_function \"", act,
+                                    "\" is not supported (supported: torch.nn.modules.linear.Identity, "
+                                    "torch.nn.modules.activation.Tanh)"));
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string_view ArchitectureName(Architecture a) {
+  switch (a) {
+    case Architecture::kBert: return "bert";
+    case Architecture::kXlmRoberta: return "xlm-roberta";
+    case Architecture::kQwen3: return "qwen3";
+  }
+  return "?";
+}
+
+int64_t ArchitectureConfig::max_input_positions() const {
+  return architecture == Architecture::kXlmRoberta ? max_position_embeddings - pad_token_id - 1
+                                                   : max_position_embeddings;
+}
+
+absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text, std::string_view source) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad(source, "not a JSON object");
+  ArchitectureConfig c;
+  c.model_type = ReadString(j, "model_type");
+  if (c.model_type == "bert") {
+    c.architecture = Architecture::kBert;
+  } else if (c.model_type == "xlm-roberta" || c.model_type == "roberta") {
+    c.architecture = Architecture::kXlmRoberta;
+  } else if (c.model_type == "qwen3") {
+    c.architecture = Architecture::kQwen3;
+  } else {
+    return Bad(source, absl::StrCat("model_type \"", c.model_type,
+                                    "\" is not supported (supported: bert, xlm-roberta, roberta, qwen3)"));
+  }
+  const bool qwen = c.architecture == Architecture::kQwen3;
+  c.hidden_act = qwen ? "silu" : "gelu";
+  for (auto [key, field] : {std::pair{"vocab_size", &c.vocab_size}, {"hidden_size", &c.hidden_size},
+                            {"num_hidden_layers", &c.num_hidden_layers},
+                            {"num_attention_heads", &c.num_attention_heads},
+                            {"intermediate_size", &c.intermediate_size},
+                            {"max_position_embeddings", &c.max_position_embeddings}}) {
+    if (absl::Status s = ReadInt(j, key, *field, source); !s.ok()) return s;
+    if (*field == 0) return Bad(source, absl::StrCat("needs ", key, " (an integer > 0)"));
+  }
+  c.num_key_value_heads = c.num_attention_heads;
+  if (absl::Status s = ReadInt(j, "num_key_value_heads", c.num_key_value_heads, source); !s.ok()) return s;
+  if (absl::Status s = ReadInt(j, "head_dim", c.head_dim, source); !s.ok()) return s;
+  if (absl::Status s = ReadInt(j, "type_vocab_size", c.type_vocab_size, source, false); !s.ok()) return s;
+  if (absl::Status s = ReadInt(j, "pad_token_id", c.pad_token_id, source, false); !s.ok()) return s;
+  if (absl::Status s = ReadPositive(j, "layer_norm_eps", c.layer_norm_eps, source); !s.ok()) return s;
+  if (absl::Status s = ReadPositive(j, "rms_norm_eps", c.rms_norm_eps, source); !s.ok()) return s;
+  if (absl::Status s = ReadPositive(j, "rope_theta", c.rope_theta, source); !s.ok()) return s;
+  // transformers >= 5 writes rope_parameters {"rope_type": "default", "rope_theta": ...}.
+  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
+    const json& rope = j["rope_parameters"];
+    if (!rope.is_object()) return Bad(source, "rope_parameters must be an object");
+    if (const std::string type = ReadString(rope, "rope_type"); !type.empty() && type != "default") {
+      return Bad(source, absl::StrCat("rope_parameters.rope_type \"", type, "\" is not supported (only default)"));
+    }
+    if (absl::Status s = ReadPositive(rope, "rope_theta", c.rope_theta, source); !s.ok()) return s;
+  }
+  if (std::string act = ReadString(j, "hidden_act"); !act.empty()) c.hidden_act = act;
+  c.attention_bias = j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>();
+  c.torch_dtype = ReadString(j, "torch_dtype");
+  if (c.torch_dtype.empty()) c.torch_dtype = ReadString(j, "dtype");
+
+  if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "gelu_pytorch_tanh" &&
+      c.hidden_act != "relu" && c.hidden_act != "silu") {
+    return Bad(source, absl::StrCat("hidden_act \"", c.hidden_act,
+                                    "\" is not supported (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu)"));
+  }
+  if (qwen) {
+    if (c.head_dim == 0) {
+      if (c.hidden_size % c.num_attention_heads != 0) return Bad(source, "hidden_size is not a multiple of heads");
+      c.head_dim = c.hidden_size / c.num_attention_heads;
+    }
+    if (c.num_attention_heads % c.num_key_value_heads != 0) {
+      return Bad(source, absl::StrCat("num_attention_heads ", c.num_attention_heads,
+                                      " is not a multiple of num_key_value_heads ", c.num_key_value_heads));
+    }
+    if (c.head_dim % 2 != 0) return Bad(source, "head_dim must be even for rotary embeddings");
+    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
+      return Bad(source, "rope_scaling is not supported (only plain RoPE)");
+    }
+    if (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+        j["use_sliding_window"].get<bool>()) {
+      return Bad(source, "use_sliding_window is not supported (only full attention)");
+    }
+  } else {
+    if (c.hidden_size % c.num_attention_heads != 0) {
+      return Bad(source, absl::StrCat("hidden_size ", c.hidden_size, " is not a multiple of num_attention_heads ",
+                                      c.num_attention_heads));
+    }
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+    c.num_key_value_heads = c.num_attention_heads;
+    const std::string position = ReadString(j, "position_embedding_type");
+    if (!position.empty() && position != "absolute") {
+      return Bad(source, absl::StrCat("position_embedding_type \"", position, "\" is not supported (only absolute)"));
+    }
+    if (c.type_vocab_size == 0 && c.architecture == Architecture::kBert) c.type_vocab_size = 2;
+  }
+  if (c.pad_token_id >= c.vocab_size) return Bad(source, "pad_token_id must be < vocab_size");
+  if (c.max_input_positions() <= 0) return Bad(source, "max_position_embeddings leaves no position for tokens");
+  return c;
+}
+
+absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return Bad(root, "not a directory (--model-id takes a model directory)");
+  ModelDirectory m;
+  m.root = root;
+  m.transformer_dir = root;
+
+  // modules.json is an array, which ReadJsonObject refuses; read it here.
+  const fs::path modules_path = fs::path(root) / "modules.json";
+  json module_list = json::array();
+  if (fs::is_regular_file(modules_path, ec)) {
+    std::ifstream in(modules_path);
+    module_list = json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (module_list.is_discarded() || !module_list.is_array()) return Bad(modules_path.string(), "not a JSON array");
+  }
+  for (const json& module : module_list) {
+    if (!module.is_object()) return Bad(modules_path.string(), "holds a module that is not an object");
+    // The class name decides: sentence-transformers moved the modules between
+    // packages across versions (sentence_transformers.models.Pooling, then
+    // sentence_transformers.sentence_transformer.modules.pooling.Pooling, ...).
+    const std::string full_type = ReadString(module, "type");
+    const std::string type = full_type.substr(full_type.rfind('.') + 1);
+    const std::string path = ReadString(module, "path");
+    if (path.find("..") != std::string::npos || (!path.empty() && path[0] == '/')) {
+      return Bad(modules_path.string(), absl::StrCat("module path \"", path, "\" leaves the model directory"));
+    }
+    const fs::path dir = fs::path(root) / path;
+    if (type == "Transformer") {
+      m.transformer_dir = dir.string();
+    } else if (type == "Pooling") {
+      const std::string source = (dir / "config.json").string();
+      absl::StatusOr<json> pooling = ReadJsonObject(dir / "config.json", false);
+      if (!pooling.ok()) return pooling.status();
+      absl::StatusOr<backend::Pooling> p = ReadPooling(*pooling, source, m.include_prompt);
+      if (!p.ok()) return p.status();
+      m.pooling = *p;
+    } else if (type == "Dense") {
+      absl::StatusOr<DenseLayer> d = ReadDense(dir);
+      if (!d.ok()) return d.status();
+      m.dense.push_back(*std::move(d));
+    } else if (type == "Normalize") {
+      m.normalize = true;
+    } else {
+      return Bad(modules_path.string(),
+                 absl::StrCat("module type \"", full_type,
+                              "\" is not supported (supported: Transformer, Pooling, Dense, Normalize)"));
+    }
+  }
+
+  const fs::path config_path = fs::path(m.transformer_dir) / "config.json";
+  absl::StatusOr<json> config_json = ReadJsonObject(config_path, false);
+  if (!config_json.ok()) return config_json.status();
+  absl::StatusOr<ArchitectureConfig> config = ParseArchitectureConfig(config_json->dump(), config_path.string());
+  if (!config.ok()) return config.status();
+  m.config = *std::move(config);
+  m.max_seq_length = m.config.max_input_positions();
+
+  const fs::path sbert = fs::path(m.transformer_dir) / "sentence_bert_config.json";
+  absl::StatusOr<json> sbert_json = ReadJsonObject(sbert, true);
+  if (!sbert_json.ok()) return sbert_json.status();
+  int64_t max_seq = 0;
+  if (sbert_json->is_object()) {
+    if (absl::Status s = ReadInt(*sbert_json, "max_seq_length", max_seq, sbert.string()); !s.ok()) return s;
+  }
+  // Without it, sentence-transformers (>= 6) truncates at the tokenizer's
+  // model_max_length; transformers writes a huge sentinel there when unset.
+  if (max_seq == 0) {
+    absl::StatusOr<json> tokenizer_config = ReadJsonObject(fs::path(m.transformer_dir) / "tokenizer_config.json", true);
+    if (!tokenizer_config.ok()) return tokenizer_config.status();
+    if (tokenizer_config->is_object() && tokenizer_config->contains("model_max_length") &&
+        (*tokenizer_config)["model_max_length"].is_number_integer() &&
+        (*tokenizer_config)["model_max_length"].get<int64_t>() > 0) {
+      max_seq = (*tokenizer_config)["model_max_length"].get<int64_t>();
+    }
+  }
+  if (max_seq > 0) m.max_seq_length = std::min(max_seq, m.max_seq_length);
+
+  const fs::path st_config = fs::path(root) / "config_sentence_transformers.json";
+  absl::StatusOr<json> st = ReadJsonObject(st_config, true);
+  if (!st.ok()) return st.status();
+  if (st->is_object()) {
+    if (st->contains("prompts") && !(*st)["prompts"].is_null()) {
+      if (!(*st)["prompts"].is_object()) return Bad(st_config.string(), "prompts must be an object");
+      for (const auto& [name, text] : (*st)["prompts"].items()) {
+        if (!text.is_string()) return Bad(st_config.string(), absl::StrCat("prompt \"", name, "\" is not a string"));
+        m.prompts[name] = text.get<std::string>();
+      }
+    }
+    m.default_prompt_name = ReadString(*st, "default_prompt_name");
+    if (!m.default_prompt_name.empty() && !m.prompts.contains(m.default_prompt_name)) {
+      return Bad(st_config.string(),
+                 absl::StrCat("default_prompt_name \"", m.default_prompt_name, "\" is not among the prompts"));
+    }
+  }
+  const fs::path tokenizer = fs::path(m.transformer_dir) / "tokenizer.json";
+  if (fs::is_regular_file(tokenizer, ec)) m.tokenizer_path = tokenizer.string();
+  return m;
+}
+
+}  // namespace tokenbatch::hf

@@ -1,0 +1,109 @@
+"""`tokenbatch serve --model-id DIR` against sentence-transformers on the same
+directory: the embeddings must match within cosine >= 0.99999 and max |diff| <=
+1e-4 per embedding (float32, CPU).
+
+    hf_parity.py TOKENBATCH MODEL_DIR...
+
+For each directory, sentence-transformers (PyPI, pinned in
+scripts/requirements.txt) embeds a few hundred real texts (the repository's
+tokenizer corpus: English, Chinese, emoji, accents, code, and long documents that
+both truncate at the model's max_seq_length). Then the server embeds them, in
+both execution layouts (packed and padded), batched through /v1/embeddings and
+one at a time through TEI's /embed, and with a prompt (`prompt_name`) through
+both routes. Prints one line per directory and layout with the worst figures.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+from sentence_transformers import SentenceTransformer
+
+from serving import Serving, post_json
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MIN_COSINE = 0.99999
+MAX_ABS_DIFF = 1e-4
+
+
+def texts():
+    """Non-blank corpus texts: every corner case and every 10th real text, less the
+    documented tokenizer exceptions (testdata/tokenizer/exceptions.json: code points
+    newer than Debian's Unicode tables), which are a tokenizer matter, not a model one."""
+    data = os.path.join(ROOT, "testdata", "tokenizer")
+    with open(os.path.join(data, "exceptions.json"), encoding="utf-8") as f:
+        excluded = {e["text"] for e in json.load(f)}
+    out = []
+    for name, step in (("corpus.jsonl", 1), ("realtext.jsonl", 10)):
+        with open(os.path.join(data, name), encoding="utf-8") as f:
+            rows = [json.loads(line) for line in f]
+        out += [r["text"] for r in rows[::step] if r["text"].strip() and r["name"] not in excluded]
+    return out
+
+
+def compare(label, got, want):
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    assert got.shape == want.shape, f"{label}: shape {got.shape} != {want.shape}"
+    cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
+    diff = np.abs(got - want).max(1)
+    worst = int(np.argmin(cos))
+    assert cos.min() >= MIN_COSINE and diff.max() <= MAX_ABS_DIFF, (
+        f"{label}: min cosine {cos.min():.8f} (text {worst}), max |diff| {diff.max():.2e} (text {int(np.argmax(diff))})")
+    return cos.min(), diff.max()
+
+
+def embed_openai(port, inputs, **extra):
+    out = []
+    for i in range(0, len(inputs), 64):
+        status, body = post_json(port, "/v1/embeddings", {"input": inputs[i:i + 64], **extra})
+        assert status == 200, f"/v1/embeddings answered {status}: {body}"
+        out += [d["embedding"] for d in sorted(body["data"], key=lambda d: d["index"])]
+    return out
+
+
+def embed_tei(port, inputs, **extra):
+    out = []
+    for text in inputs:
+        status, body = post_json(port, "/embed", {"inputs": text, **extra})
+        assert status == 200, f"/embed answered {status}: {body}"
+        out += body
+    return out
+
+
+def check(binary, model_dir, corpus):
+    model = SentenceTransformer(model_dir, device="cpu")
+    want = model.encode(corpus, batch_size=32, convert_to_numpy=True)
+    # A prompt with text (sentence-transformers adds empty "query"/"document" ones
+    # to models whose configuration has none).
+    prompt = "query" if (model.prompts or {}).get("query") else None
+    few = corpus[:24]
+    want_prompted = model.encode(few, prompt_name=prompt, convert_to_numpy=True) if prompt else None
+    name = os.path.basename(os.path.normpath(model_dir))
+    for execution in ("packed", "padded"):
+        with Serving(binary, ["--model-id", model_dir, "--execution", execution, "--oversize", "truncate",
+                              "--threads", "2", "--max-batch-tokens", "16384"]) as port:
+            figures = [compare(f"{name} {execution} /v1/embeddings", embed_openai(port, corpus), want),
+                       compare(f"{name} {execution} /embed", embed_tei(port, few), want[:len(few)])]
+            if prompt:
+                figures.append(compare(f"{name} {execution} prompt_name /v1/embeddings",
+                                       embed_openai(port, few, prompt_name=prompt), want_prompted))
+                figures.append(compare(f"{name} {execution} prompt_name /embed",
+                                       embed_tei(port, few, prompt_name=prompt), want_prompted))
+        cos = min(f[0] for f in figures)
+        diff = max(f[1] for f in figures)
+        print(f"{name} {execution}: {len(corpus)} texts, min cosine {cos:.8f}, max |diff| {diff:.2e}"
+              f"{', prompt ' + prompt if prompt else ''}")
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: hf_parity.py /path/to/tokenbatch MODEL_DIR...")
+    corpus = texts()
+    for model_dir in sys.argv[2:]:
+        check(sys.argv[1], model_dir, corpus)
+    print("hf parity passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""Writes small random-initialised sentence-transformers directories, one per
+architecture tokenbatch implements, for the parity tests (hf_parity.py).
+
+    python make_hf_models.py OUT_DIR TOKENIZERS_DIR
+
+Each OUT_DIR/<name> is what `SentenceTransformer.save` writes: config.json and
+model.safetensors from transformers' save_pretrained, a tokenizer (a real one
+from TOKENIZERS_DIR, the repository's data/tokenizers), modules.json, the
+Pooling config and, where the case calls for it, a Dense module and Normalize.
+Weights are random (seeded) but scaled so activations stay in a realistic range.
+Idempotent: an existing directory with a matching stamp is kept.
+"""
+import json
+import pathlib
+import shutil
+import sys
+
+import torch
+import transformers
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer import modules as models
+
+STAMP_VERSION = "1"
+
+CASES = {
+    # BERT with mean pooling over the text only (include_prompt false), a Dense
+    # layer with tanh, Normalize, and prompts.
+    "bert": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=512, hidden_act="gelu"),
+        tokenizer="bert-base-uncased", pooling="mean", include_prompt=False, dense=48, normalize=True,
+        special=dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
+                     mask_token="[MASK]"),
+        max_seq_length=200),
+    # XLM-RoBERTa (positions offset by pad_token_id + 1) with CLS pooling. Its own
+    # SentencePiece tokenizer is another issue; BERT's WordPiece one stands in
+    # (the architecture is what is under test).
+    "xlm-roberta": dict(
+        config=lambda: transformers.XLMRobertaConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=258, pad_token_id=1, type_vocab_size=1),
+        tokenizer="bert-base-uncased", pooling="cls", include_prompt=True, dense=0, normalize=False,
+        special=dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
+                     mask_token="[MASK]"),
+        max_seq_length=256),
+    # Qwen3 (RoPE, grouped-query attention, RMSNorm, causal) with last-token
+    # pooling and Normalize, as Qwen3-Embedding is configured.
+    "qwen3": dict(
+        config=lambda: transformers.Qwen3Config(
+            vocab_size=151669, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=32, intermediate_size=96, max_position_embeddings=1024,
+            rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False),
+        tokenizer="qwen3", pooling="lasttoken", include_prompt=True, dense=0, normalize=True,
+        special=dict(pad_token="<|endoftext|>", eos_token="<|endoftext|>"),
+        max_seq_length=512),
+}
+
+
+def write_case(name, case, out, tokenizers_dir):
+    torch.manual_seed(1234)
+    config = case["config"]()
+    if name == "qwen3":
+        model = transformers.Qwen3Model(config)
+    else:
+        model = transformers.AutoModel.from_config(config, add_pooling_layer=False)
+    with torch.no_grad():
+        for p in model.parameters():  # larger than the default init, so layers matter
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.08)
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    shutil.copy(tokenizers_dir / case["tokenizer"] / "tokenizer.json", tmp / "tokenizer.json")
+    (tmp / "tokenizer_config.json").write_text(json.dumps(dict(
+        tokenizer_class="PreTrainedTokenizerFast", model_max_length=case["max_seq_length"],
+        **case["special"])))
+    transformer = models.Transformer(str(tmp), max_seq_length=case["max_seq_length"])
+    pooling = models.Pooling(config.hidden_size, pooling_mode=case["pooling"],
+                             include_prompt=case["include_prompt"])
+    modules = [transformer, pooling]
+    if case["dense"]:
+        torch.manual_seed(99)
+        modules.append(models.Dense(config.hidden_size, case["dense"], activation_function=torch.nn.Tanh()))
+    if case["normalize"]:
+        modules.append(models.Normalize())
+    st = SentenceTransformer(modules=modules, device="cpu",
+                             prompts={"query": "query: ", "passage": "passage: "})
+    final = tmp.with_suffix(".st")
+    shutil.rmtree(final, ignore_errors=True)
+    st.save(str(final), safe_serialization=True)
+    shutil.rmtree(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    final.rename(out)
+
+
+def main():
+    root = pathlib.Path(sys.argv[1])
+    tokenizers_dir = pathlib.Path(sys.argv[2])
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = f"{STAMP_VERSION} transformers {transformers.__version__} torch {torch.__version__}"
+    for name, case in CASES.items():
+        out = root / name
+        if (out / ".stamp").exists() and (out / ".stamp").read_text() == stamp:
+            continue
+        write_case(name, case, out, tokenizers_dir)
+        (out / ".stamp").write_text(stamp)
+        print(f"make_hf_models: wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
