@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what it needs
-# (scripts/setup.sh), builds with -Werror, runs every test with CTest, then
-# builds the core and runtime again under ThreadSanitizer and under
+# (scripts/setup.sh), builds with -Werror, runs every test with CTest, builds
+# the model backend again against the PyPI torch wheel's libtorch and runs its
+# tests, then builds the core and runtime again under ThreadSanitizer and under
 # AddressSanitizer+UndefinedBehaviorSanitizer and runs their tests.
 # Usage: bash scripts/test.sh            (JOBS=N to change build parallelism)
 set -euo pipefail
@@ -17,6 +18,17 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERR
 cmake --build build -j "$JOBS"
 echo "== tests"
 ctest --test-dir build -j "$JOBS"
+
+echo "== the model backend against the PyPI torch wheel's libtorch (CUDA 13; what GPU machines build with)"
+# The same sources against torch 2.x from build/venv (scripts/requirements.txt):
+# the program and the model tests, run here on the CPU (scripts/gpu_check.sh runs
+# them on a GPU).
+torch_cmake="$(build/venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+cmake -S . -B build-pytorch -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON \
+  -DTOKENBATCH_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$torch_cmake"
+cmake --build build-pytorch -j "$JOBS" --target tokenbatch_cli hf_encoder_test
+ctest --test-dir build-pytorch -j "$JOBS" \
+  -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$'
 
 echo "== clang -Wthread-safety over the runtime (lock annotations)"
 for tu in src/runtime/batcher_test.cc src/runtime/batcher_stress_test.cc; do

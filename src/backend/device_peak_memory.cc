@@ -13,11 +13,12 @@ namespace tokenbatch::backend {
 
 #ifdef TOKENBATCH_TORCH_CUDA
 namespace {
-// The allocator's aggregate allocated-bytes statistic for the device.
-c10::cuda::CUDACachingAllocator::Stat AllocatedBytes(const c10::Device& device) {
+// The allocator's aggregate allocated-bytes statistic for the device. Index 0 is
+// StatType::AGGREGATE in every libtorch; the enum itself moved from
+// c10::cuda::CUDACachingAllocator to c10::CachingAllocator in 2.x.
+auto AllocatedBytes(const c10::Device& device) {
   const int index = device.has_index() ? device.index() : 0;
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
-  return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(index).allocated_bytes[0];
 }
 }  // namespace
 #endif

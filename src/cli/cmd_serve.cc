@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -206,45 +207,75 @@ std::optional<bool> NormalizeFlag(const ServeArgs& a) {
   Fail("--normalize must be true or false, got " + a.normalize);
 }
 
-// The Hugging Face model directory served, or "" for a TorchScript --model.
-std::string ModelDir(const ServeArgs& a) {
-  if (!a.model_id.empty() && !a.model.empty()) {
-    Fail("pass --model-id (a Hugging Face model directory) or --model (a TorchScript file), not both");
-  }
-  if (!a.model.empty()) return "";
-  return a.model_id.empty() ? DefaultModelDir() : a.model_id;
-}
+// What serve runs, resolved once from the flags.
+struct ServedModel {
+  std::string dir;  // the Hugging Face model directory; "" for a TorchScript --model or --backend noop
+  std::map<std::string, std::string> prompts;  // the directory's prompts
+  std::string default_prompt_name;             // the directory's default_prompt_name
+  std::string tokenizer;                       // tokenizer.json to load
+  std::string name;                            // reported by /info, /v1/models and OpenAI responses
+};
 
-// --tokenizer, else the model directory's tokenizer.json, else the bundled one.
-std::string TokenizerPath(const ServeArgs& a) {
-  if (!a.tokenizer.empty()) return a.tokenizer;
-  const std::string dir = a.backend == "noop" ? "" : ModelDir(a);
-  if (dir.empty()) return TOKENBATCH_DEFAULT_TOKENIZER;
+// --model-id (or MODEL_ID), else --model, else the bundled default directory; its
+// files read once; --tokenizer, else the directory's tokenizer.json, else the
+// bundled Qwen3 one.
+ServedModel ResolveModel(const ServeArgs& a) {
+  namespace fs = std::filesystem;
+  ServedModel s;
+  if (a.backend != "noop") {
+    if (!a.model_id.empty() && !a.model.empty()) {
+      // MODEL_ID may come from a TEI deployment's environment: the explicit
+      // TorchScript file wins, said aloud.
+      spdlog::warn("both --model {} and --model-id {} (or MODEL_ID) are set: serving the TorchScript --model",
+                   a.model, a.model_id);
+    }
+    if (a.model.empty()) s.dir = a.model_id.empty() ? DefaultModelDir() : a.model_id;
+  }
+  if (!s.dir.empty()) {
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
-  const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(dir), "--model-id " + dir);
-  if (m.tokenizer_path.empty()) Fail(fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", dir));
-  return m.tokenizer_path;
+    if (!fs::is_directory(s.dir)) {
+      Fail(fmt::format("model directory {} not found; {}", s.dir,
+                       a.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
+                                          : "--model-id takes a Hugging Face model directory"));
+    }
+    const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(s.dir), "--model-id " + s.dir);
+    s.prompts = m.prompts;
+    s.default_prompt_name = m.default_prompt_name;
+    s.tokenizer = m.tokenizer_path;
 #else
-  return TOKENBATCH_DEFAULT_TOKENIZER;
+    Fail("this build has no libtorch backend; use --backend noop");
 #endif
+  }
+  if (!a.tokenizer.empty()) {
+    s.tokenizer = a.tokenizer;
+  } else if (s.tokenizer.empty()) {
+    if (!s.dir.empty()) Fail(fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", s.dir));
+    s.tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+  }
+  if (!a.served_model_name.empty()) {
+    s.name = a.served_model_name;
+  } else if (a.backend == "noop") {
+    s.name = "noop";
+  } else if (!s.dir.empty()) {
+    // The directory's own name, also when given as "dir/" or "dir/.".
+    fs::path p = fs::path(s.dir).lexically_normal();
+    if (p.filename().empty()) p = p.parent_path();
+    s.name = fs::absolute(p).lexically_normal().filename().string();
+  } else {
+    s.name = fs::path(a.model).stem().string();
+  }
+  return s;
 }
 
 // The model directory's prompts, and the default prompt: --default-prompt's text,
 // else --default-prompt-name's, else the model's default_prompt_name (applied
 // by sentence-transformers' encode when no prompt is named).
-void SetPrompts(const ServeArgs& a, server::ServiceOptions& so) {
+void SetPrompts(const ServeArgs& a, const ServedModel& model, server::ServiceOptions& so) {
   if (!a.default_prompt.empty() && !a.default_prompt_name.empty()) {
     Fail("pass --default-prompt or --default-prompt-name, not both");
   }
-  std::string model_default;
-#ifdef TOKENBATCH_SERVER_HAVE_TORCH
-  if (const std::string dir = a.backend == "noop" ? "" : ModelDir(a); !dir.empty()) {
-    const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(dir), "--model-id " + dir);
-    so.prompts = m.prompts;
-    model_default = m.default_prompt_name;
-  }
-#endif
-  const std::string& name = !a.default_prompt_name.empty() ? a.default_prompt_name : model_default;
+  so.prompts = model.prompts;
+  const std::string& name = !a.default_prompt_name.empty() ? a.default_prompt_name : model.default_prompt_name;
   if (!a.default_prompt.empty()) {
     so.default_prompt = a.default_prompt;
   } else if (!name.empty()) {
@@ -257,7 +288,8 @@ void SetPrompts(const ServeArgs& a, server::ServiceOptions& so) {
   }
 }
 
-std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const tokenizer::Tokenizer& tok) {
+std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const ServedModel& model,
+                                                      const tokenizer::Tokenizer& tok) {
   if (a.backend == "noop") {
     if (a.noop_hidden < 1) Fail(fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
     return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
@@ -266,12 +298,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
   }
   if (a.backend != "torch") Fail("--backend must be torch or noop, got " + a.backend);
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
-  if (const std::string dir = ModelDir(a); !dir.empty()) {
-    if (!std::filesystem::is_directory(dir)) {
-      Fail(fmt::format("model directory {} not found; {}", dir,
-                       a.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
-                                          : "--model-id takes a Hugging Face model directory"));
-    }
+  if (const std::string& dir = model.dir; !dir.empty()) {
     hf::HfEncoderOptions ho{.model_dir = dir, .device = a.device, .dtype = a.dtype,
                             .normalize = NormalizeFlag(a), .num_threads = a.threads};
     ho.execution = OrFail(hf::ParseExecution(a.execution), "--execution");
@@ -281,7 +308,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
     if (static_cast<std::int64_t>(tok.VocabSize()) > backend->vocab_size()) {
       Fail(fmt::format("tokenizer {} has {} ids but {}'s embedding table only {} rows (config.json vocab_size): "
                        "the tokenizer does not belong to this model",
-                       TokenizerPath(a), tok.VocabSize(), dir, backend->vocab_size()));
+                       model.tokenizer, tok.VocabSize(), dir, backend->vocab_size()));
     }
     return backend;
   }
@@ -305,7 +332,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
   // A smaller model vocabulary still serves token-id inputs below it (e.g. the
   // tiny test model); texts whose ids fall outside get 422 naming the mismatch.
   if (eo.vocab_size > 0 && static_cast<std::int64_t>(tok.VocabSize()) > eo.vocab_size) {
-    spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", TokenizerPath(a),
+    spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", model.tokenizer,
                  tok.VocabSize(), a.model, eo.vocab_size);
   }
   return OrFail(server::MakeTorchBackend(eo), "loading " + a.model);
@@ -345,15 +372,15 @@ void Run(const ServeArgs& a) {
   so.batcher.num_workers = a.workers;
   so.tokenizer_threads = a.tokenization_workers;
   so.auto_truncate = a.auto_truncate;
-  SetPrompts(a, so);
+  const ServedModel model = ResolveModel(a);
+  SetPrompts(a, model, so);
   if (a.shutdown != "drain" && a.shutdown != "cancel") Fail("--shutdown must be drain or cancel");
   const ShutdownMode mode = a.shutdown == "drain" ? ShutdownMode::kDrain : ShutdownMode::kCancelQueued;
   so.batcher.shutdown_on_destroy = mode;
 
-  const std::string tokenizer_path = TokenizerPath(a);
-  auto tok = OrFail(tokenizer::Tokenizer::FromFile(tokenizer_path), "loading tokenizer " + tokenizer_path);
-  auto backend = MakeBackend(a, *tok);
-  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), tokenizer_path);
+  auto tok = OrFail(tokenizer::Tokenizer::FromFile(model.tokenizer), "loading tokenizer " + model.tokenizer);
+  auto backend = MakeBackend(a, model, *tok);
+  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), model.tokenizer);
   auto service = OrFail(server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
 
   server::ServerOptions opts;
@@ -366,10 +393,7 @@ void Run(const ServeArgs& a) {
   opts.max_concurrent_requests = a.max_concurrent_requests;
   opts.read_timeout = std::chrono::milliseconds(a.read_timeout_ms);
   opts.drain = mode;
-  opts.model_name = !a.served_model_name.empty() ? a.served_model_name
-                    : a.backend == "noop"        ? "noop"
-                    : !ModelDir(a).empty()       ? std::filesystem::path(ModelDir(a)).lexically_normal().filename().string()
-                                                 : std::filesystem::path(a.model).stem().string();
+  opts.model_name = model.name;
   auto http = OrFail(server::HttpServer::Start(opts, service.get()), "starting the server");
   const SchedulerOptions& s = service->options().batcher.scheduler;
   spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",

@@ -1,8 +1,8 @@
 // BERT and XLM-RoBERTa encoders (transformers' BertModel, XLMRobertaModel):
 // embeddings (word + absolute position + token type, LayerNorm), then per layer
 // self-attention and a GELU feed-forward, each followed by residual + LayerNorm
-// (post-norm). XLM-R differs only in its positions, which start at
-// pad_token_id + 1 (its position table reserves the rows below).
+// (post-norm). XLM-R differs only in its position ids, which the batch carries
+// already (hf_encoder.cc: they start at pad_token_id + 1).
 #include <string>
 #include <vector>
 
@@ -31,7 +31,7 @@ class Bert final : public Transformer {
     if (c.type_vocab_size > 0) type_ = w.Get("embeddings.token_type_embeddings.weight", {c.type_vocab_size, h});
     emb_ln_w_ = w.Get("embeddings.LayerNorm.weight", {h});
     emb_ln_b_ = w.Get("embeddings.LayerNorm.bias", {h});
-    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    for (int64_t i = 0; i < c.num_hidden_layers && w.status().ok(); ++i) {
       const std::string p = "encoder.layer." + std::to_string(i) + ".";
       Layer l;
       std::vector<at::Tensor> ws, bs;
@@ -61,9 +61,7 @@ class Bert final : public Transformer {
   at::Tensor Forward(const TokenBatch& batch) const override {
     const int64_t h = config_.hidden_size;
     const double eps = config_.layer_norm_eps;
-    at::Tensor positions = batch.positions;
-    if (config_.architecture == Architecture::kXlmRoberta) positions = positions + (config_.pad_token_id + 1);
-    at::Tensor x = at::embedding(word_, batch.ids) + at::embedding(position_, positions);
+    at::Tensor x = at::embedding(word_, batch.ids) + at::embedding(position_, batch.positions);
     if (type_.defined()) x = x + at::embedding(type_, batch.types);
     x = at::layer_norm(x, {h}, emb_ln_w_, emb_ln_b_, eps);
     std::vector<int64_t> head_shape(x.sizes().begin(), x.sizes().end() - 1);

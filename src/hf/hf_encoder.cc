@@ -84,12 +84,22 @@ TokenBatch HfEncoder::Impl::Assemble(std::span<const EmbeddingInput> inputs) con
   int64_t* pos_p = positions.data_ptr<int64_t>();
   int64_t* types_p = types.data_ptr<int64_t>();
   bool* mask_p = mask.data_ptr<bool>();
+  // XLM-R numbers positions from pad_token_id + 1 and gives pad tokens
+  // pad_token_id itself (transformers' create_position_ids_from_input_ids).
+  const bool xlmr = model.config.architecture == Architecture::kXlmRoberta;
+  const int64_t pad = model.config.pad_token_id;
   for (int64_t i = 0; i < b; ++i) {
     const EmbeddingInput& in = inputs[i];
     const int64_t base = batch.packed ? batch.offsets[i] : i * batch.max_length;
+    int64_t non_pad = 0;
     for (size_t j = 0; j < in.input_ids.size(); ++j) {
       ids_p[base + j] = in.input_ids[j];
-      pos_p[base + j] = static_cast<int64_t>(j);
+      if (xlmr) {
+        non_pad += in.input_ids[j] != pad ? 1 : 0;
+        pos_p[base + j] = in.input_ids[j] != pad ? pad + non_pad : pad;
+      } else {
+        pos_p[base + j] = static_cast<int64_t>(j);
+      }
       types_p[base + j] = in.token_type_ids.empty() ? 0 : in.token_type_ids[j];
       mask_p[base + j] = true;
     }
@@ -218,8 +228,9 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
   std::unique_ptr<HfEncoder> encoder(new HfEncoder(std::move(impl)));
   // Probe: two requests of different lengths, so both layouts mask or split.
   std::vector<EmbeddingInput> probe(2);
-  probe[0].input_ids = {0, 0, 0};
-  probe[1].input_ids = {0, 0};
+  const int64_t probe_length = std::min<int64_t>(3, m.max_seq_length);
+  probe[0].input_ids.assign(probe_length, 0);
+  probe[1].input_ids.assign(std::max<int64_t>(1, probe_length - 1), 0);
   absl::StatusOr<std::vector<Embedding>> out = encoder->Embed(probe);
   if (!out.ok()) {
     const bool cpu_half = options.dtype == "float16" && !encoder->on_cuda();

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -56,6 +57,24 @@ absl::Status ReadPositive(const json& j, const char* key, double& out, std::stri
   return absl::OkStatus();
 }
 
+// Reads boolean `key` into `out` if present and not null; a non-boolean is an error.
+absl::Status ReadBool(const json& j, const char* key, bool& out, std::string_view source) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_boolean()) return Bad(source, absl::StrCat(key, " must be true or false, got ", it->dump()));
+  out = it->get<bool>();
+  return absl::OkStatus();
+}
+
+// Reads string `key` into `out` if present and not null; a non-string is an error.
+absl::Status ReadOptionalString(const json& j, const char* key, std::string& out, std::string_view source) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_string()) return Bad(source, absl::StrCat(key, " must be a string, got ", it->dump()));
+  out = it->get<std::string>();
+  return absl::OkStatus();
+}
+
 std::string ReadString(const json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -100,9 +119,11 @@ absl::StatusOr<DenseLayer> ReadDense(const fs::path& dir) {
   if (absl::Status s = ReadInt(*j, "in_features", d.in_features, source); !s.ok()) return s;
   if (absl::Status s = ReadInt(*j, "out_features", d.out_features, source); !s.ok()) return s;
   if (d.in_features == 0 || d.out_features == 0) return Bad(source, "needs in_features and out_features");
-  if (j->contains("bias")) d.bias = (*j)["bias"].is_boolean() && (*j)["bias"].get<bool>();
-  const std::string act = ReadString(*j, "activation_function");
-  if (act.empty() || act == "torch.nn.modules.linear.Identity") {
+  if (absl::Status s = ReadBool(*j, "bias", d.bias, source); !s.ok()) return s;
+  // sentence-transformers' Dense defaults to Tanh.
+  std::string act = "torch.nn.modules.activation.Tanh";
+  if (absl::Status s = ReadOptionalString(*j, "activation_function", act, source); !s.ok()) return s;
+  if (act == "torch.nn.modules.linear.Identity") {
     d.activation = "identity";
   } else if (act == "torch.nn.modules.activation.Tanh") {
     d.activation = "tanh";
@@ -147,6 +168,9 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
   }
   const bool qwen = c.architecture == Architecture::kQwen3;
   c.hidden_act = qwen ? "silu" : "gelu";
+  // transformers' defaults for fields a config may leave out.
+  c.type_vocab_size = qwen ? 0 : 2;
+  c.pad_token_id = c.architecture == Architecture::kXlmRoberta ? 1 : 0;
   for (auto [key, field] : {std::pair{"vocab_size", &c.vocab_size}, {"hidden_size", &c.hidden_size},
                             {"num_hidden_layers", &c.num_hidden_layers},
                             {"num_attention_heads", &c.num_attention_heads},
@@ -154,6 +178,16 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
                             {"max_position_embeddings", &c.max_position_embeddings}}) {
     if (absl::Status s = ReadInt(j, key, *field, source); !s.ok()) return s;
     if (*field == 0) return Bad(source, absl::StrCat("needs ", key, " (an integer > 0)"));
+  }
+  // Bounds far above any real model, so that a corrupt config cannot make the
+  // loader allocate or loop without end before a weight check stops it.
+  for (auto [key, value, cap] : {std::tuple{"vocab_size", c.vocab_size, int64_t{1} << 24},
+                                 {"hidden_size", c.hidden_size, int64_t{1} << 16},
+                                 {"num_hidden_layers", c.num_hidden_layers, int64_t{1024}},
+                                 {"num_attention_heads", c.num_attention_heads, int64_t{1024}},
+                                 {"intermediate_size", c.intermediate_size, int64_t{1} << 20},
+                                 {"max_position_embeddings", c.max_position_embeddings, int64_t{1} << 22}}) {
+    if (value > cap) return Bad(source, absl::StrCat(key, " ", value, " is above the largest supported, ", cap));
   }
   c.num_key_value_heads = c.num_attention_heads;
   if (absl::Status s = ReadInt(j, "num_key_value_heads", c.num_key_value_heads, source); !s.ok()) return s;
@@ -173,7 +207,7 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
     if (absl::Status s = ReadPositive(rope, "rope_theta", c.rope_theta, source); !s.ok()) return s;
   }
   if (std::string act = ReadString(j, "hidden_act"); !act.empty()) c.hidden_act = act;
-  c.attention_bias = j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>();
+  if (absl::Status s = ReadBool(j, "attention_bias", c.attention_bias, source); !s.ok()) return s;
   c.torch_dtype = ReadString(j, "torch_dtype");
   if (c.torch_dtype.empty()) c.torch_dtype = ReadString(j, "dtype");
 
@@ -192,6 +226,12 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
                                       " is not a multiple of num_key_value_heads ", c.num_key_value_heads));
     }
     if (c.head_dim % 2 != 0) return Bad(source, "head_dim must be even for rotary embeddings");
+    if (c.head_dim > 4096 || c.num_key_value_heads > c.num_attention_heads) {
+      return Bad(source, "head_dim must be <= 4096 and num_key_value_heads <= num_attention_heads");
+    }
+    if (c.hidden_act != "silu") {
+      return Bad(source, absl::StrCat("hidden_act \"", c.hidden_act, "\" is not supported for qwen3 (only silu)"));
+    }
     if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
       return Bad(source, "rope_scaling is not supported (only plain RoPE)");
     }
@@ -210,7 +250,6 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
     if (!position.empty() && position != "absolute") {
       return Bad(source, absl::StrCat("position_embedding_type \"", position, "\" is not supported (only absolute)"));
     }
-    if (c.type_vocab_size == 0 && c.architecture == Architecture::kBert) c.type_vocab_size = 2;
   }
   if (c.pad_token_id >= c.vocab_size) return Bad(source, "pad_token_id must be < vocab_size");
   if (c.max_input_positions() <= 0) return Bad(source, "max_position_embeddings leaves no position for tokens");
@@ -232,6 +271,19 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
     module_list = json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (module_list.is_discarded() || !module_list.is_array()) return Bad(modules_path.string(), "not a JSON array");
   }
+  // sentence-transformers runs the modules in order; the order tokenbatch runs is
+  // Transformer, Pooling, Dense..., Normalize, so another order is refused.
+  int stage = 0;  // 0 nothing yet, 1 Transformer, 2 Pooling, 3 Dense, 4 Normalize
+  auto next_stage = [&](int wanted, const std::string& type) -> absl::Status {
+    const bool ok = (wanted == 1 && stage == 0) || (wanted == 2 && stage == 1) || (wanted == 3 && (stage == 2 || stage == 3)) ||
+                    (wanted == 4 && (stage == 2 || stage == 3));
+    if (!ok) {
+      return Bad(modules_path.string(), absl::StrCat("module ", type, " is out of order (supported: Transformer, ",
+                                                     "Pooling, then any Dense, then Normalize)"));
+    }
+    stage = wanted;
+    return absl::OkStatus();
+  };
   for (const json& module : module_list) {
     if (!module.is_object()) return Bad(modules_path.string(), "holds a module that is not an object");
     // The class name decides: sentence-transformers moved the modules between
@@ -244,6 +296,10 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
       return Bad(modules_path.string(), absl::StrCat("module path \"", path, "\" leaves the model directory"));
     }
     const fs::path dir = fs::path(root) / path;
+    const int wanted = type == "Transformer" ? 1 : type == "Pooling" ? 2 : type == "Dense" ? 3 : type == "Normalize" ? 4 : 0;
+    if (wanted > 0) {
+      if (absl::Status s = next_stage(wanted, type); !s.ok()) return s;
+    }
     if (type == "Transformer") {
       m.transformer_dir = dir.string();
     } else if (type == "Pooling") {
@@ -305,7 +361,10 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
         m.prompts[name] = text.get<std::string>();
       }
     }
-    m.default_prompt_name = ReadString(*st, "default_prompt_name");
+    if (absl::Status s = ReadOptionalString(*st, "default_prompt_name", m.default_prompt_name, st_config.string());
+        !s.ok()) {
+      return s;
+    }
     if (!m.default_prompt_name.empty() && !m.prompts.contains(m.default_prompt_name)) {
       return Bad(st_config.string(),
                  absl::StrCat("default_prompt_name \"", m.default_prompt_name, "\" is not among the prompts"));

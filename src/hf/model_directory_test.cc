@@ -134,5 +134,43 @@ TEST_F(ModelDirectoryTest, ErrorsNameTheFileAndWhatIsSupported) {
   EXPECT_NE(Error().find("not a JSON object"), std::string::npos);
 }
 
+TEST_F(ModelDirectoryTest, ModulesRunInTheirOrderOrNotAtAll) {
+  WriteSentenceTransformer();
+  Write("modules.json", json::array({{{"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+                                     {{"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}},
+                                     {{"path", "3_Normalize"}, {"type", "sentence_transformers.models.Normalize"}},
+                                     {{"path", "2_Dense"}, {"type", "sentence_transformers.models.Dense"}}}));
+  EXPECT_NE(Error().find("module Dense is out of order"), std::string::npos);
+}
+
+TEST_F(ModelDirectoryTest, WrongTypesAndMissingDefaultsFollowTransformers) {
+  WriteSentenceTransformer();
+  Write("2_Dense/config.json", {{"in_features", 32}, {"out_features", 16}, {"bias", "yes"}});
+  EXPECT_NE(Error().find("bias must be true or false"), std::string::npos);
+  Write("2_Dense/config.json", {{"in_features", 32}, {"out_features", 16}});  // Dense's default: Tanh
+  auto m = ReadModelDirectory(dir_.string());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->dense[0].activation, "tanh");
+
+  json xlmr = BertConfig();
+  xlmr["model_type"] = "xlm-roberta";
+  xlmr.erase("pad_token_id");
+  Write("config.json", xlmr);
+  m = ReadModelDirectory(dir_.string());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->config.pad_token_id, 1);
+  EXPECT_EQ(m->config.type_vocab_size, 2);
+
+  json huge = BertConfig();
+  huge["num_hidden_layers"] = 1000000000000;
+  Write("config.json", huge);
+  EXPECT_NE(Error().find("num_hidden_layers 1000000000000 is above the largest supported"), std::string::npos);
+  json qwen = {{"model_type", "qwen3"}, {"vocab_size", 100}, {"hidden_size", 64}, {"num_hidden_layers", 1},
+               {"num_attention_heads", 4}, {"intermediate_size", 96}, {"max_position_embeddings", 128},
+               {"hidden_act", "gelu"}};
+  Write("config.json", qwen);
+  EXPECT_NE(Error().find("only silu"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tokenbatch::hf

@@ -42,7 +42,7 @@ class Qwen3 final : public Transformer {
     const int64_t kv_out = c.num_key_value_heads * c.head_dim;
     WeightReader w(checkpoint, prefix, dtype, device);
     embed_ = w.Get("embed_tokens.weight", {c.vocab_size, h});
-    for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    for (int64_t i = 0; i < c.num_hidden_layers && w.status().ok(); ++i) {
       const std::string p = "layers." + std::to_string(i) + ".";
       Layer l;
       l.input_norm = w.Get(p + "input_layernorm.weight", {h});
@@ -67,6 +67,7 @@ class Qwen3 final : public Transformer {
     }
     norm_ = w.Get("norm.weight", {h});
     status = w.status();
+    if (!status.ok()) return;
     // inv_freq[i] = 1 / theta^(2i / d), in float32 as transformers computes it.
     at::Tensor exponents =
         at::arange(0, c.head_dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(c.head_dim);

@@ -81,6 +81,9 @@ absl::StatusOr<TensorEntry> ParseEntry(const std::string& name, const json& v, u
 }  // namespace
 
 int64_t TensorEntry::numel() const {
+  // Validated: numel x element_bytes == end - begin, so the product fits unless a
+  // dimension is zero (then the product is zero whatever the others are).
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;

@@ -33,7 +33,8 @@ struct TokenBatch {
   std::vector<int64_t> offsets;  // B + 1 entries: request i is tokens [offsets[i], offsets[i+1])
   int64_t max_length = 0;        // Lmax, tokens
   at::Tensor ids;                // int64, [T] or [B, Lmax]
-  at::Tensor positions;          // int64, same shape: 0-based index within the request
+  at::Tensor positions;          // int64, same shape: position ids (0-based index within the request;
+                                 // XLM-R: transformers' create_position_ids_from_input_ids)
   at::Tensor types;              // int64, same shape: token type ids (0 when unused)
   at::Tensor key_mask;           // bool [B, Lmax], padded layout only
   [[nodiscard]] int64_t batch_size() const { return static_cast<int64_t>(offsets.size()) - 1; }

@@ -152,7 +152,7 @@ struct EmbeddingService::Impl {
 absl::StatusOr<EmbeddingService::Impl::Prompt> EmbeddingService::Impl::ResolvePrompt(
     const EmbedRequest& request) const {
   Prompt prompt{.text = options.default_prompt};
-  if (request.prompt_name.has_value()) {
+  if (request.prompt_name.has_value() && !request.prompt_name->empty()) {
     auto it = options.prompts.find(*request.prompt_name);
     if (it == options.prompts.end()) {
       std::vector<std::string> names;
@@ -193,7 +193,7 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   for (std::size_t i = 0; i < n; ++i) {
     if (!prompt->text.empty() && !request.inputs[i].is_ids) {
       request.inputs[i].text.insert(0, prompt->text);
-    } else if (request.prompt_name.has_value() && request.inputs[i].is_ids) {
+    } else if (request.prompt_name.has_value() && !request.prompt_name->empty() && request.inputs[i].is_ids) {
       p->done(InvalidArgumentError(absl::StrCat("input[", i, "]: prompt_name applies to text inputs, not token ids")));
       return;
     }
@@ -208,9 +208,17 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
     items[i].specials = ids->specials;
     items[i].input.normalize = request.normalize;
     items[i].input.dimensions = request.dimensions;
-    if (!request.inputs[i].is_ids) {
-      items[i].input.prompt_tokens = static_cast<int>(
-          std::min<std::int64_t>(prompt->tokens, static_cast<std::int64_t>(items[i].input.input_ids.size()) - 1));
+    if (!request.inputs[i].is_ids && prompt->tokens > 0) {
+      const auto kept = static_cast<std::int64_t>(items[i].input.input_ids.size());
+      std::int64_t prompt_tokens = prompt->tokens;
+      // A left truncation cuts the prompt's tokens first (after the leading
+      // special tokens): what pooling leaves out shrinks by what was cut.
+      if (limits.truncate_to > 0 && limits.direction == TruncationDirection::kLeft) {
+        absl::StatusOr<std::size_t> whole = tokenizer->Count(request.inputs[i].text);
+        const std::int64_t cut = whole.ok() ? static_cast<std::int64_t>(*whole) - kept : 0;
+        prompt_tokens = std::max<std::int64_t>(ids->specials.prefix, prompt_tokens - cut);
+      }
+      items[i].input.prompt_tokens = static_cast<int>(std::min<std::int64_t>(prompt_tokens, kept - 1));
     }
   }
   p->result.tokenize_us = MicrosBetween(t0, SteadyClock::now());

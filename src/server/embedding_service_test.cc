@@ -1,6 +1,7 @@
 // EmbeddingService without HTTP: the windows an oversize input is split into
 // each reach the backend with the tokenizer's special ends ([CLS] ... [SEP]), and
-// the request still gets one embedding.
+// the request still gets one embedding; prompts are prepended, counted and told
+// to the backend.
 #include "tokenbatch/server/embedding_service.h"
 
 #include <future>
@@ -20,7 +21,10 @@ class RecordingBackend : public EmbeddingBackend {
   absl::StatusOr<std::vector<backend::Embedding>> Embed(
       std::span<const backend::EmbeddingInput> inputs) const override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& in : inputs) seen_.push_back(in.input_ids);
+    for (const auto& in : inputs) {
+      seen_.push_back(in.input_ids);
+      prompt_tokens_.push_back(in.prompt_tokens);
+    }
     return std::vector<backend::Embedding>(inputs.size(), backend::Embedding{.values = {1, 0, 0, 0}});
   }
   int hidden_size() const override { return 4; }
@@ -32,11 +36,22 @@ class RecordingBackend : public EmbeddingBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return seen_;
   }
+  std::vector<int> prompt_tokens() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prompt_tokens_;
+  }
 
  private:
   mutable std::mutex mu_;
   mutable std::vector<std::vector<std::int32_t>> seen_;
+  mutable std::vector<int> prompt_tokens_;
 };
+
+absl::StatusOr<EmbedResult> EmbedNow(EmbeddingService& service, EmbedRequest request) {
+  std::promise<absl::StatusOr<EmbedResult>> result;
+  service.Embed(std::move(request), [&](absl::StatusOr<EmbedResult> r) { result.set_value(std::move(r)); });
+  return result.get_future().get();
+}
 
 TEST(EmbeddingServiceSplit, EveryWindowCarriesTheSpecialEnds) {
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
@@ -71,6 +86,55 @@ TEST(EmbeddingServiceSplit, EveryWindowCarriesTheSpecialEnds) {
     EXPECT_EQ(w.front(), 101) << "window without [CLS]";
     EXPECT_EQ(w.back(), 102) << "window without [SEP]";
   }
+}
+
+// sentence-transformers' encode(prompt_name=...): the prompt text goes in front
+// of the input, its tokens count, and prompt_length = the prompt tokenised alone
+// less its trailing [SEP] ([CLS] included).
+TEST(EmbeddingServicePrompts, PrependedCountedAndToldToTheBackend) {
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto with_query = (*tok)->Encode("query: hello world");
+  auto with_passage = (*tok)->Encode("passage: hello world");
+  ASSERT_TRUE(with_query.ok() && with_passage.ok());
+
+  ServiceOptions options;
+  options.batcher.scheduler.max_wait = Duration::zero();
+  options.batcher.scheduler.max_input_tokens = 6;
+  options.prompts = {{"query", "query: "}, {"passage", "passage: "}};
+  options.default_prompt = "passage: ";
+  auto backend = std::make_unique<RecordingBackend>();
+  const RecordingBackend* recorder = backend.get();
+  auto service = EmbeddingService::Create(options, *std::move(tok), std::move(backend));
+  ASSERT_TRUE(service.ok()) << service.status();
+
+  auto named = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.text = "hello world"}}, .prompt_name = "query"});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->tokens, static_cast<std::int64_t>(with_query->ids.size()));
+  auto by_default = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.text = "hello world"}}});
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  std::vector<std::vector<std::int32_t>> want = {
+      std::vector<std::int32_t>(with_query->ids.begin(), with_query->ids.end()),
+      std::vector<std::int32_t>(with_passage->ids.begin(), with_passage->ids.end())};
+  EXPECT_EQ(recorder->seen(), want);
+  EXPECT_EQ(recorder->prompt_tokens(), (std::vector<int>{3, 3}));  // [CLS] query : / [CLS] passage :
+
+  // Cut from the left to 6 tokens: [CLS] query : hello world again [SEP] loses
+  // "query", the prompt's first token, so pooling leaves out [CLS] and ":" only.
+  auto cut = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.text = "hello world again"}},
+                                              .truncate = true,
+                                              .truncation_direction = TruncationDirection::kLeft,
+                                              .prompt_name = "query"});
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(recorder->seen().back().size(), 6u);
+  EXPECT_EQ(recorder->prompt_tokens().back(), 2);
+
+  auto unknown = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.text = "x"}}, .prompt_name = "doc"});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("(passage, query)"));
+  auto ids = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.is_ids = true, .ids = {101, 7592, 102}}},
+                                              .prompt_name = "query"});
+  EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -217,7 +217,8 @@ HttpReply Router::Info() const {
   // TEI's shape: model_type {"embedding": {"pooling": ...}}; the config's own
   // model_type (the architecture) rides inside it.
   nlohmann::json embedding = {{"hidden_size", b.hidden_size()}};
-  if (!model.pooling.empty()) embedding["pooling"] = model.pooling;
+  // TEI's names: cls, mean, last_token.
+  if (!model.pooling.empty()) embedding["pooling"] = model.pooling == "last" ? "last_token" : model.pooling;
   if (!model.architecture.empty()) embedding["architecture"] = model.architecture;
   const nlohmann::json info = {
       {"model_id", options_.model_name},

@@ -1,8 +1,11 @@
 """`tokenbatch serve --model-id DIR` against sentence-transformers on the same
 directory: the embeddings must match within cosine >= 0.99999 and max |diff| <=
-1e-4 per embedding (float32, CPU).
+1e-4 per embedding (float32; the defaults).
 
-    hf_parity.py TOKENBATCH MODEL_DIR...
+    hf_parity.py [--device cuda:0] [--dtype bfloat16] [--min-cosine C] [--max-diff D] TOKENBATCH MODEL_DIR...
+
+--device and --dtype apply to both sides (sentence-transformers loads the model
+in that dtype on that device); lower precisions need looser bounds.
 
 For each directory, sentence-transformers (PyPI, pinned in
 scripts/requirements.txt) embeds a few hundred real texts (the repository's
@@ -12,18 +15,17 @@ both execution layouts (packed and padded), batched through /v1/embeddings and
 one at a time through TEI's /embed, and with a prompt (`prompt_name`) through
 both routes. Prints one line per directory and layout with the worst figures.
 """
+import argparse
 import json
 import os
-import sys
 
 import numpy as np
+import torch
 from sentence_transformers import SentenceTransformer
 
 from serving import Serving, post_json
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-MIN_COSINE = 0.99999
-MAX_ABS_DIFF = 1e-4
 
 
 def texts():
@@ -41,14 +43,14 @@ def texts():
     return out
 
 
-def compare(label, got, want):
+def compare(label, got, want, bounds):
     got = np.asarray(got, dtype=np.float64)
     want = np.asarray(want, dtype=np.float64)
     assert got.shape == want.shape, f"{label}: shape {got.shape} != {want.shape}"
     cos = (got * want).sum(1) / (np.linalg.norm(got, axis=1) * np.linalg.norm(want, axis=1))
     diff = np.abs(got - want).max(1)
     worst = int(np.argmin(cos))
-    assert cos.min() >= MIN_COSINE and diff.max() <= MAX_ABS_DIFF, (
+    assert cos.min() >= bounds.min_cosine and diff.max() <= bounds.max_diff, (
         f"{label}: min cosine {cos.min():.8f} (text {worst}), max |diff| {diff.max():.2e} (text {int(np.argmax(diff))})")
     return cos.min(), diff.max()
 
@@ -71,8 +73,9 @@ def embed_tei(port, inputs, **extra):
     return out
 
 
-def check(binary, model_dir, corpus):
-    model = SentenceTransformer(model_dir, device="cpu")
+def check(args, model_dir, corpus):
+    model = SentenceTransformer(model_dir, device=args.device,
+                                model_kwargs={"dtype": getattr(torch, args.dtype)})
     want = model.encode(corpus, batch_size=32, convert_to_numpy=True)
     # A prompt with text (sentence-transformers adds empty "query"/"document" ones
     # to models whose configuration has none).
@@ -81,27 +84,36 @@ def check(binary, model_dir, corpus):
     want_prompted = model.encode(few, prompt_name=prompt, convert_to_numpy=True) if prompt else None
     name = os.path.basename(os.path.normpath(model_dir))
     for execution in ("packed", "padded"):
-        with Serving(binary, ["--model-id", model_dir, "--execution", execution, "--oversize", "truncate",
-                              "--threads", "2", "--max-batch-tokens", "16384"]) as port:
-            figures = [compare(f"{name} {execution} /v1/embeddings", embed_openai(port, corpus), want),
-                       compare(f"{name} {execution} /embed", embed_tei(port, few), want[:len(few)])]
+        with Serving(args.tokenbatch, ["--model-id", model_dir, "--execution", execution, "--oversize", "truncate",
+                                       "--threads", "2", "--max-batch-tokens", "16384", "--device", args.device,
+                                       "--dtype", args.dtype]) as port:
+            label = f"{name} {execution} {args.device} {args.dtype}"
+            figures = [compare(f"{label} /v1/embeddings", embed_openai(port, corpus), want, args),
+                       compare(f"{label} /embed", embed_tei(port, few), want[:len(few)], args)]
             if prompt:
-                figures.append(compare(f"{name} {execution} prompt_name /v1/embeddings",
-                                       embed_openai(port, few, prompt_name=prompt), want_prompted))
-                figures.append(compare(f"{name} {execution} prompt_name /embed",
-                                       embed_tei(port, few, prompt_name=prompt), want_prompted))
+                figures.append(compare(f"{label} prompt_name /v1/embeddings",
+                                       embed_openai(port, few, prompt_name=prompt), want_prompted, args))
+                figures.append(compare(f"{label} prompt_name /embed",
+                                       embed_tei(port, few, prompt_name=prompt), want_prompted, args))
         cos = min(f[0] for f in figures)
         diff = max(f[1] for f in figures)
-        print(f"{name} {execution}: {len(corpus)} texts, min cosine {cos:.8f}, max |diff| {diff:.2e}"
+        print(f"{name} {execution} {args.device} {args.dtype}: {len(corpus)} texts, min cosine {cos:.8f}, "
+              f"max |diff| {diff:.2e}"
               f"{', prompt ' + prompt if prompt else ''}")
 
 
 def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: hf_parity.py /path/to/tokenbatch MODEL_DIR...")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
+    parser.add_argument("--min-cosine", type=float, default=0.99999)
+    parser.add_argument("--max-diff", type=float, default=1e-4)
+    parser.add_argument("tokenbatch")
+    parser.add_argument("model_dirs", nargs="+")
+    args = parser.parse_args()
     corpus = texts()
-    for model_dir in sys.argv[2:]:
-        check(sys.argv[1], model_dir, corpus)
+    for model_dir in args.model_dirs:
+        check(args, model_dir, corpus)
     print("hf parity passed")
 
 

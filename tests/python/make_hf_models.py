@@ -1,7 +1,11 @@
 """Writes small random-initialised sentence-transformers directories, one per
 architecture tokenbatch implements, for the parity tests (hf_parity.py).
 
-    python make_hf_models.py OUT_DIR TOKENIZERS_DIR
+    python make_hf_models.py OUT_DIR TOKENIZERS_DIR [CASE...]
+
+CASEs: bert, xlm-roberta, qwen3 (the default: all three, small), and
+qwen3-0.6b (Qwen3-Embedding-0.6B's shape, 0.6 B parameters, 2.4 GB in float32:
+for scripts/gpu_check.sh, where its attention over long inputs can exhaust a GPU).
 
 Each OUT_DIR/<name> is what `SentenceTransformer.save` writes: config.json and
 model.safetensors from transformers' save_pretrained, a tokenizer (a real one
@@ -56,6 +60,18 @@ CASES = {
         max_seq_length=512),
 }
 
+# Qwen3-Embedding-0.6B's configuration (its config.json), random weights.
+LARGE_CASES = {
+    "qwen3-0.6b": dict(
+        config=lambda: transformers.Qwen3Config(
+            vocab_size=151669, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
+            num_key_value_heads=8, head_dim=128, intermediate_size=3072, max_position_embeddings=32768,
+            rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True),
+        tokenizer="qwen3", pooling="lasttoken", include_prompt=True, dense=0, normalize=True,
+        special=dict(pad_token="<|endoftext|>", eos_token="<|endoftext|>"),
+        max_seq_length=8192),
+}
+
 
 def write_case(name, case, out, tokenizers_dir):
     torch.manual_seed(1234)
@@ -67,7 +83,7 @@ def write_case(name, case, out, tokenizers_dir):
     with torch.no_grad():
         for p in model.parameters():  # larger than the default init, so layers matter
             if p.dim() >= 2:
-                p.normal_(0.0, 0.08)
+                p.normal_(0.0, 0.08 if config.hidden_size <= 64 else 0.02)
     tmp = out.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
@@ -99,7 +115,12 @@ def main():
     tokenizers_dir = pathlib.Path(sys.argv[2])
     root.mkdir(parents=True, exist_ok=True)
     stamp = f"{STAMP_VERSION} transformers {transformers.__version__} torch {torch.__version__}"
-    for name, case in CASES.items():
+    names = sys.argv[3:] or list(CASES)
+    every = {**CASES, **LARGE_CASES}
+    for name in names:
+        if name not in every:
+            sys.exit(f"make_hf_models: unknown case {name} (known: {', '.join(every)})")
+        case = every[name]
         out = root / name
         if (out / ".stamp").exists() and (out / ".stamp").read_text() == stamp:
             continue

@@ -10,15 +10,24 @@
 //   <dense module>/config.json           in_features, out_features, bias, activation_function
 //                                        (weights in that folder's model.safetensors)
 //   sentence_bert_config.json            max_seq_length (sentence-transformers truncates to it)
+//   tokenizer_config.json                model_max_length: the same limit when the above
+//                                        has none (sentence-transformers >= 6 writes it here)
 //   config_sentence_transformers.json    prompts {name: text}, default_prompt_name
 //   tokenizer.json                       the tokenizer (read by tokenbatch::tokenizer)
+// Modules must come in the order Transformer, Pooling, Dense..., Normalize (the
+// order tokenbatch runs them); module types are matched by class name, so both
+// sentence-transformers' old (sentence_transformers.models.Pooling) and new
+// (...sentence_transformer.modules.pooling.Pooling) paths load.
 // Without modules.json the directory is a plain transformers model: pooling then
 // comes from the caller (`--pooling`), no dense layers, no normalisation.
 //
-// Every value is checked: a missing file the config points to, a wrong JSON type,
-// a non-positive size, an unsupported model_type, pooling mode or activation is an
-// InvalidArgumentError naming the file and the field, and listing what is
-// supported. Pure (file reads only), thread-safe, blocks for the reads.
+// Every value read is checked: a missing file the config points to, a wrong JSON
+// type, a non-positive or absurdly large size, an unsupported model_type, pooling
+// mode, activation or module order is an InvalidArgumentError naming the file and
+// the field, and listing what is supported. Fields a config leaves out take
+// transformers' defaults (e.g. XLM-R's pad_token_id 1, type_vocab_size 2).
+// Fields tokenbatch does not use are not read. Pure (file reads only),
+// thread-safe, blocks for the reads.
 #pragma once
 
 #include <cstdint>
@@ -89,7 +98,8 @@ struct ModelDirectory {
   std::vector<DenseLayer> dense;
   bool normalize = false;      // a Normalize module is present
   // Longest input in tokens: sentence_bert_config.json's max_seq_length when
-  // given, else config.max_input_positions(); never above the latter.
+  // given, else tokenizer_config.json's model_max_length, else
+  // config.max_input_positions(); never above the latter.
   int64_t max_seq_length = 0;
   std::map<std::string, std::string> prompts;  // name -> text prepended to the input
   std::string default_prompt_name;             // "" = none

@@ -17,7 +17,9 @@
 //
 // Thread-safety: a SafetensorsFile and a Checkpoint are immutable after Open and
 // safe to share between threads. Open blocks for the file's mapping (mmap, read
-// only, pages read lazily).
+// only, pages read lazily): a file truncated by another process while mapped
+// faults (SIGBUS) on the next read of a lost page, as with any mapped file, so
+// models are loaded (copied out) at start and the mapping dropped.
 #pragma once
 
 #include <cstddef>
@@ -89,8 +91,9 @@ class SafetensorsFile {
 class Checkpoint {
  public:
   // Opens the weights in directory `dir`. A sharded index is validated: every shard
-  // is a plain file name inside `dir`, holds the tensors the index assigns to it,
-  // and no tensor appears in two shards. Errors: InvalidArgumentError naming the
+  // is a plain file name inside `dir` and holds the tensors the index assigns to
+  // it (the index maps each tensor to one shard; tensors a shard holds but the
+  // index does not list are ignored). Errors: InvalidArgumentError naming the
   // file (no weights found, a malformed index, a shard missing or invalid, a
   // tensor the index lists but its shard lacks).
   [[nodiscard]] static absl::StatusOr<Checkpoint> Open(const std::string& dir);

@@ -46,7 +46,8 @@ struct EmbedRequest {
   std::optional<bool> truncate;     // unset: ServiceOptions::auto_truncate
   TruncationDirection truncation_direction = TruncationDirection::kRight;
   // A prompt by name (ServiceOptions::prompts), prepended to every text input as
-  // sentence-transformers' encode(prompt_name=...) does; unset: the default prompt.
+  // sentence-transformers' encode(prompt_name=...) does; unset or "": the default
+  // prompt. Naming one for token-id inputs, or an unknown name, is InvalidArgument.
   std::optional<std::string> prompt_name;
   int dimensions = 0;               // 0 = all hidden_size values
   // Scheduler priority level of every input (SubmitOptions::priority: higher is
