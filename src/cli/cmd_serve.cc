@@ -257,10 +257,10 @@ ServedModel ResolveModel(const ServeArgs& a) {
   } else if (a.backend == "noop") {
     s.name = "noop";
   } else if (!s.dir.empty()) {
-    // The directory's own name, also when given as "dir/" or "dir/.".
-    fs::path p = fs::path(s.dir).lexically_normal();
+    // The directory's own name, also when given as "dir/", "dir/." or ".".
+    fs::path p = fs::absolute(s.dir).lexically_normal();
     if (p.filename().empty()) p = p.parent_path();
-    s.name = fs::absolute(p).lexically_normal().filename().string();
+    s.name = p.filename().string();
   } else {
     s.name = fs::path(a.model).stem().string();
   }

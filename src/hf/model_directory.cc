@@ -19,8 +19,7 @@ absl::Status Bad(std::string_view source, std::string_view what) {
   return InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
 }
 
-// The JSON object in `path`; nullopt-like discarded json if the file is absent
-// and `optional`.
+// The JSON object in `path`; a null json if the file is absent and `optional`.
 absl::StatusOr<json> ReadJsonObject(const fs::path& path, bool optional) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {

@@ -119,11 +119,4 @@ absl::StatusOr<std::unique_ptr<Transformer>> LoadQwen3(const ArchitectureConfig&
   return std::unique_ptr<Transformer>(std::move(model));
 }
 
-absl::StatusOr<std::unique_ptr<Transformer>> LoadTransformer(const ArchitectureConfig& config,
-                                                             const Checkpoint& checkpoint, at::ScalarType dtype,
-                                                             at::Device device) {
-  if (config.architecture == Architecture::kQwen3) return LoadQwen3(config, checkpoint, dtype, device);
-  return LoadBert(config, checkpoint, dtype, device);
-}
-
 }  // namespace tokenbatch::hf

@@ -58,8 +58,8 @@ struct HfEncoderOptions {
 
 class HfEncoder final : public backend::Encoder {
  public:
-  // Loads everything or nothing. Blocks for the file reads and the probe (about a
-  // second for a 90 MB model). Errors: InvalidArgumentError naming the file and
+  // Loads everything or nothing. Blocks for the file reads, the weight copies and
+  // the probe forward (docs/benchmarks.md). Errors: InvalidArgumentError naming the file and
   // field or tensor (see model_directory.h, safetensors.h; a Dense layer whose
   // in_features differs from the width before it; no pooling), or an unusable
   // device / dtype; BackendError / OutOfMemoryError if the probe forward fails.
@@ -84,8 +84,11 @@ class HfEncoder final : public backend::Encoder {
   [[nodiscard]] absl::Status ResetPeakMemory() const override;
   [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const override;
 
+  // The directory as read at load (config, modules, prompts, max_seq_length).
   [[nodiscard]] const ModelDirectory& model() const;
+  // The options Load was given.
   [[nodiscard]] const HfEncoderOptions& options() const;
+  // The pooling in use: the options' override, else the Pooling module's.
   [[nodiscard]] backend::Pooling pooling() const;
   // The default for requests that do not say (options, else the Normalize module).
   [[nodiscard]] bool normalize() const;

@@ -44,6 +44,7 @@ struct TensorEntry {
   std::vector<int64_t> shape;    // empty = scalar
   uint64_t begin = 0;
   uint64_t end = 0;
+  // Elements: the product of `shape` (1 for a scalar, 0 if any dimension is 0).
   [[nodiscard]] int64_t numel() const;
 };
 
