@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-2}"
 TOKENBATCH_SETUP_PYTHON=0 bash scripts/setup.sh >&2  # the Python environment is for tests only
-if [ -f scripts/prepare_assets.sh ]; then bash scripts/prepare_assets.sh >&2; fi
+# TOKENBATCH_TEST_ASSETS=0: not the tests' tokenizers and goldens (they need the tests' build/venv)
+if [ -f scripts/prepare_assets.sh ]; then TOKENBATCH_TEST_ASSETS=0 bash scripts/prepare_assets.sh >&2; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
 cmake --build build -j "$JOBS" --target tokenbatch_cli >&2
 exec build/src/cli/tokenbatch serve "$@"

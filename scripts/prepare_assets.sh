@@ -4,7 +4,8 @@
 # encoders the backend tests and benchmarks use (random weights, real
 # architectures; see README). Runs
 # with Debian's python3-torch at /usr/bin/python3 (the python3 first on PATH may
-# have no torch). Idempotent: about 1 s when the models are up to date.
+# have no torch). Idempotent: about 1 s when the models are up to date. Then, for
+# the tests only, the SentencePiece tokenizers and full goldens (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/fetch_models.sh
@@ -12,3 +13,29 @@ bash scripts/fetch_models.sh
 # MiniLM-L6 shape with Qwen3's 151,669-id vocabulary, so it pairs with the
 # bundled Qwen3 tokenizer (`serve --model`, bench).
 /usr/bin/python3 scripts/gen_models.py --out build/cache/models --models minilm --vocab-size 151669
+
+# Tests only: the SentencePiece-family tokenizers and the full goldens of every test
+# tokenizer (build/cache/tokenizers/sentencepiece; testdata/tokenizer/README.md).
+# make_sentencepiece.py trains SentencePiece models on the committed real texts and
+# converts them to tokenizer.json with transformers, as Hugging Face does for XLM-R, T5,
+# Llama and Gemma; generate_build_goldens.py writes golden/<name>.jsonl (ids, byte
+# offsets, decodings of every text) and golden/<name>.decode_cases.jsonl from Hugging
+# Face's tokenizers. Both need the project's Python environment build/venv, which only
+# the tests install: the main job (scripts/main.sh, TOKENBATCH_TEST_ASSETS=0) and any
+# run without build/venv skip this. Idempotent: the stamp holds the sha256 of every
+# input, and when it matches nothing runs; otherwise about 30 s plus 2 minutes (two cores).
+SP_DIR=build/cache/tokenizers/sentencepiece
+SHARED_TOKENIZERS="${TOKENBATCH_TEST_TOKENIZERS:-../shared/data/tokenizers}"
+if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
+  inputs="$(sha256sum scripts/requirements.txt scripts/tokenizer/make_sentencepiece.py \
+    scripts/tokenizer/generate_build_goldens.py scripts/tokenizer/generate_goldens.py scripts/model_requirements.txt \
+    testdata/tokenizer/*.jsonl testdata/tokenizer/variants/*.json testdata/tokenizer/synthetic/*.json \
+    $(ls "$SHARED_TOKENIZERS"/*/tokenizer.json 2>/dev/null))"
+  if [ ! -f "$SP_DIR/inputs.sha256" ] || [ "$(cat "$SP_DIR/inputs.sha256")" != "$inputs" ]; then
+    rm -f "$SP_DIR/inputs.sha256"
+    build/venv/bin/python scripts/tokenizer/make_sentencepiece.py --out "$SP_DIR"
+    build/venv/bin/python scripts/tokenizer/generate_build_goldens.py --sentencepiece "$SP_DIR" \
+      --tokenizers "$SHARED_TOKENIZERS"
+    printf '%s\n' "$inputs" > "$SP_DIR/inputs.sha256"
+  fi
+fi

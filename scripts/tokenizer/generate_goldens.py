@@ -44,11 +44,19 @@ def dumps(obj):
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def byte_offsets(text, offsets):
-    """Hugging Face reports offsets in code points; the C++ API reports UTF-8 bytes."""
+def utf8_prefix(text):
+    """prefix[i] = the UTF-8 length of text[:i] (code points to bytes)."""
     prefix = [0]
     for ch in text:
         prefix.append(prefix[-1] + len(ch.encode("utf-8")))
+    return prefix
+
+
+def byte_offsets(text, offsets, prefix=None):
+    """Hugging Face reports offsets in code points; the C++ API reports UTF-8 bytes.
+    `prefix` is utf8_prefix(text), when the caller has it already."""
+    if prefix is None:
+        prefix = utf8_prefix(text)
     return [[prefix[b], prefix[e]] for b, e in offsets]
 
 

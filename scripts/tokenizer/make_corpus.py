@@ -3,6 +3,30 @@
 testdata/tokenizer/corpus.jsonl: hand-picked corner cases plus long documents.
 testdata/tokenizer/realtext.jsonl: a few thousand texts of real prose and poetry
 from Debian's fortunes, fortunes-zh and base-files (common-licenses) packages.
+testdata/tokenizer/realtext_multilingual.jsonl: about 2,200 real texts in 25
+languages and many scripts (Japanese, Chinese, Korean, Arabic, Persian, Hebrew,
+Russian, Ukrainian, Greek, Hindi, Bengali, Tamil, Thai, Georgian, Amharic, and
+accented Latin: French, German, Spanish, Portuguese, Polish, Vietnamese,
+Turkish, Czech, Romanian): the translations in the gettext message catalogs
+(/usr/share/locale/<lang>/LC_MESSAGES/<catalog>.mo) of the Debian packages
+libpam-runtime (Linux-PAM), packagekit (PackageKit), apt (apt), libapt-pkg6.0,
+at-spi2-common (at-spi2-core), bash, coreutils, dpkg, libgdk-pixbuf2.0-common
+(gdk-pixbuf), gettext (gettext-tools), libglib2.0-data (glib20), grep,
+libgtk2.0-common (gtk20, gtk20-properties), iso-codes (iso_3166-1, iso_639-3),
+libc-l10n (libc), sed, login (shadow), shared-mime-info,
+software-properties-common (software-properties), systemd, tar, wget,
+xdg-user-dirs and xkb-data (xkeyboard-config); a catalog a language lacks is
+skipped. Texts are kept exactly as translated (format directives, newlines,
+tabs and runs of spaces included); the header entry, empty and untranslated
+(msgstr == msgid) entries and repeats are dropped. Per language the candidates
+(catalogs and msgids sorted) are put in length classes and the same number is
+taken, evenly spaced, from each, so that lengths spread from single words to
+paragraphs. Plus the real texts with emoji found in Debian packages: catalog
+entries with emoji in any language (procps's Romanian procps-ng.mo,
+libgtk2.0-common's Occitan gtk20.mo) and the lines with emoji of systemd's NEWS
+and the changelogs of libfmt9 and nlohmann-json3-dev (/usr/share/doc). Names: <lang>/<catalog>#<n>, n the
+entry's position in the catalog sorted by msgid (plural forms as #<n>.<form>),
+and emoji/<package>/<file>#<line>.
 
 Deterministic: run it again and the files come out the same. Whitespace is
 trimmed and split with ECMAScript's definition of whitespace and documents are
@@ -12,9 +36,11 @@ project's earlier JavaScript version of this script wrote.
 Usage, from the repository root: python3 scripts/tokenizer/make_corpus.py
 """
 
+import gzip
 import json
 import os
 import re
+import struct
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "tokenizer")
 FORTUNES = "/usr/share/games/fortunes"
@@ -23,6 +49,20 @@ LICENSES = "/usr/share/common-licenses"
 JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
            "\u2028\u2029\u202f\u205f\u3000\ufeff"
 PARAGRAPH_BREAK = re.compile("\n[" + re.escape(JS_SPACE) + "]*\n")
+LOCALE = "/usr/share/locale"
+LANGUAGES = ["ja", "zh_CN", "zh_TW", "ko", "ar", "fa", "he", "ru", "uk", "el", "hi", "bn", "ta", "th",
+             "ka", "am", "fr", "de", "es", "pt", "pl", "vi", "tr", "cs", "ro"]
+CATALOGS = ["Linux-PAM", "PackageKit", "apt", "at-spi2-core", "bash", "coreutils", "dpkg", "gdk-pixbuf",
+            "gettext-tools", "glib20", "grep", "gtk20", "gtk20-properties", "iso_3166-1", "iso_639-3",
+            "libapt-pkg6.0", "libc", "sed", "shadow", "shared-mime-info", "software-properties", "systemd",
+            "tar", "wget", "xdg-user-dirs", "xkeyboard-config"]
+PER_LANGUAGE = 88
+# Length classes in code points (upper bounds); the last one is open.
+LENGTH_CLASSES = [12, 30, 70, 160, 400]
+EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF]")
+EMOJI_DOCS = [("systemd", "/usr/share/doc/systemd/NEWS.gz"),
+              ("libfmt9", "/usr/share/doc/libfmt9/changelog.gz"),
+              ("nlohmann-json3-dev", "/usr/share/doc/nlohmann-json3-dev/changelog.gz")]
 
 CASES = [
     ('empty', ''),
@@ -110,6 +150,88 @@ def paragraphs(name, n):
     return [s for s in entries if s][:n]
 
 
+def read_mo(path):
+    """(msgid, msgstr) byte strings of a GNU .mo file, in file order."""
+    with open(path, "rb") as f:
+        data = f.read()
+    order = "<" if struct.unpack("<I", data[:4])[0] == 0x950412DE else ">"
+    count, ids_at, strs_at = struct.unpack(order + "3I", data[8:20])
+    entries = []
+    for i in range(count):
+        id_len, id_pos = struct.unpack(order + "2I", data[ids_at + 8 * i:ids_at + 8 * i + 8])
+        str_len, str_pos = struct.unpack(order + "2I", data[strs_at + 8 * i:strs_at + 8 * i + 8])
+        entries.append((data[id_pos:id_pos + id_len], data[str_pos:str_pos + str_len]))
+    return entries
+
+
+def catalog_texts(path):
+    """(name suffix, text) of a catalog's translations, msgids sorted; plural forms apart."""
+    entries = read_mo(path)
+    charset = "utf-8"
+    for msgid, msgstr in entries:
+        if msgid == b"":
+            m = re.search(rb"charset=([-\w]+)", msgstr)
+            if m and m.group(1).lower() not in (b"charset", b"utf-8"):
+                charset = m.group(1).decode("ascii")
+    out = []
+    for n, (msgid, msgstr) in enumerate(sorted(e for e in entries if e[0] != b"")):
+        forms = msgstr.decode(charset).split("\0")
+        english = msgid.split(b"\x04")[-1].decode(charset, "replace").split("\0")
+        for k, text in enumerate(forms):
+            if text and text not in english:
+                out.append((f"#{n}" if len(forms) == 1 else f"#{n}.{k}", text))
+    return out
+
+
+def spread(texts, n):
+    """n texts taken evenly from each length class (leftover quota passed on)."""
+    classes = [[] for _ in range(len(LENGTH_CLASSES) + 1)]
+    for position, (_, text) in enumerate(texts):
+        length = len(text)
+        classes[next((i for i, b in enumerate(LENGTH_CLASSES) if length <= b), len(LENGTH_CLASSES))].append(position)
+    picked = []
+    left = n
+    for i, cls in enumerate(sorted(classes, key=len)):
+        k = min(left // (len(classes) - i), len(cls))
+        picked.extend(cls[j * len(cls) // k] for j in range(k))
+        left -= k
+    return [texts[position] for position in sorted(picked)]
+
+
+def multilingual():
+    real = []
+    seen = set()
+    for lang in LANGUAGES:
+        candidates = []
+        for catalog in CATALOGS:
+            path = os.path.join(LOCALE, lang, "LC_MESSAGES", catalog + ".mo")
+            if not os.path.exists(path):
+                continue
+            for suffix, text in catalog_texts(path):
+                if text not in seen:
+                    seen.add(text)
+                    candidates.append((f"{lang}/{catalog}{suffix}", text))
+        real.extend({"name": name, "text": text} for name, text in spread(candidates, PER_LANGUAGE))
+    # Real text with emoji: catalog entries in any language, and lines of changelogs.
+    for lang in sorted(os.listdir(LOCALE)):
+        folder = os.path.join(LOCALE, lang, "LC_MESSAGES")
+        if not os.path.isdir(folder):
+            continue
+        for f in sorted(os.listdir(folder)):
+            if f.endswith(".mo"):
+                for suffix, text in catalog_texts(os.path.join(folder, f)):
+                    if EMOJI.search(text) and text not in seen:
+                        seen.add(text)
+                        real.append({"name": f"{lang}/{f[:-3]}{suffix}", "text": text})
+    for package, path in EMOJI_DOCS:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for number, line in enumerate(f.read().split("\n"), 1):
+                if EMOJI.search(line) and line not in seen:
+                    seen.add(line)
+                    real.append({"name": f"emoji/{package}/{os.path.basename(path)}#{number}", "text": line})
+    return real
+
+
 def main():
     docs = [
         ("long_doc_gpl3", utf16_prefix(read(os.path.join(LICENSES, "GPL-3")), 20000)),
@@ -137,7 +259,11 @@ def main():
         real.extend({"name": f"{source}#{i}", "text": text} for i, text in enumerate(texts))
     with open(os.path.join(OUT, "realtext.jsonl"), "w", encoding="utf-8", newline="\n") as f:
         f.write("\n".join(dumps(r) for r in real) + "\n")
-    print(f"corpus: {len(lines)} texts; realtext: {len(real)} texts")
+    multi = multilingual()
+    with open(os.path.join(OUT, "realtext_multilingual.jsonl"), "w", encoding="utf-8", newline="\n") as f:
+        f.write("\n".join(dumps(r) for r in multi) + "\n")
+    print(f"corpus: {len(lines)} texts; realtext: {len(real)} texts; "
+          f"realtext_multilingual: {len(multi)} texts")
 
 
 if __name__ == "__main__":

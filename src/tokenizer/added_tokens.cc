@@ -124,6 +124,10 @@ absl::StatusOr<AddedVocabulary> ParseAddedTokens(const nlohmann::json& j, const 
     // Hugging Face's AddedToken defaults: special tokens are not normalised.
     tok.normalized = t.value("normalized", !tok.special);
     vocab.all.push_back(tok);
+    vocab.content_by_id.insert_or_assign(tok.id, tok.content);
+    vocab.decoded_by_id.insert_or_assign(
+        tok.id, tok.normalized && !normalizer.IsIdentity() ? normalizer.ApplyToString(tok.content) : tok.content);
+    if (tok.special) vocab.special_contents.insert(tok.content);
     if (tok.normalized) {
       tok.content = normalizer.ApplyToString(tok.content);
       normalized.push_back(std::move(tok));

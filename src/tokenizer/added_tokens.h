@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
 #include "tokenizer/normalizer.h"
@@ -63,6 +65,16 @@ struct AddedVocabulary {
   AddedTokenMatcher raw;
   AddedTokenMatcher normalized;
   std::vector<AddedToken> all;
+  // The content (as written in the file) of each added id; a later token with
+  // the same id replaces an earlier one, as in Hugging Face.
+  absl::flat_hash_map<uint32_t, std::string> content_by_id;
+  // What decoding writes for an added id: its content, normalised for a
+  // "normalized" token (Hugging Face's simple_id_to_token).
+  absl::flat_hash_map<uint32_t, std::string> decoded_by_id;
+  // Contents of the tokens marked "special" (what skip_special_tokens drops).
+  absl::flat_hash_set<std::string> special_contents;
+
+  [[nodiscard]] bool IsSpecial(const std::string& token) const { return special_contents.contains(token); }
 };
 class Model;
 [[nodiscard]] absl::StatusOr<AddedVocabulary> ParseAddedTokens(const nlohmann::json& j, const Normalizer& normalizer,

@@ -59,7 +59,9 @@ absl::StatusOr<std::unique_ptr<Model>> Bpe::Create(const nlohmann::json& j, bool
   }
   for (const auto& [token, id] : j.at("vocab").items()) {
     const auto v = id.get<uint32_t>();
+    if (v >= kMaxVocabId) return InvalidArgumentError(absl::StrCat("BPE vocab id ", v, " of ", token, " is too large"));
     bpe->json_vocab_.emplace(token, v);
+    bpe->SetTokenOfId(v, token);
     if (byte_level) {
       if (auto bytes = ByteLevelToBytes(token)) {
         if (bytes->size() == 1) {
@@ -159,12 +161,12 @@ void Bpe::InitialCharSymbols(std::string_view word, std::vector<uint32_t>& ids, 
   }
 }
 
-void Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
+bool Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
   if (ignore_merges_) {
     if (auto it = vocab_.find(word); it != vocab_.end()) {
       ids.push_back(it->second);
       ends.push_back(static_cast<uint32_t>(word.size()));
-      return;
+      return true;
     }
   }
   // Symbols as a doubly linked list over [0, n).
@@ -214,10 +216,11 @@ void Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vecto
       ids.push_back(sym_id[i]);
       ends.push_back(sym_end[i]);
     }
-    return;
+    return true;
   }
   ids.insert(ids.end(), sym_id.begin(), sym_id.end());
   ends.insert(ends.end(), sym_end.begin(), sym_end.end());
+  return true;
 }
 
 }  // namespace tokenbatch::tokenizer::internal

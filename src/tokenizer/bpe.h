@@ -17,7 +17,7 @@ class Bpe final : public Model {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Create(const nlohmann::json& j, bool byte_level);
 
-  void Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const override;
+  bool Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const override;
   [[nodiscard]] std::optional<uint32_t> TokenToId(std::string_view token) const override;
   [[nodiscard]] size_t VocabSize() const override { return vocab_.size(); }
 

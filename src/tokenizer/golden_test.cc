@@ -17,19 +17,15 @@
 
 #include "nlohmann/json.hpp"
 #include "testing/tokenizer_data.h"
+#include "tokenizer/test_tokenizers.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 namespace tokenbatch::tokenizer {
 namespace {
 
-const std::string kData = std::string(TOKENBATCH_TESTDATA_DIR) + "/tokenizer";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFile;
+using testing::TokenizerJson;
+const std::string kData = testing::kTokenizerTestData;
 
 std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
   std::vector<nlohmann::json> out;
@@ -62,26 +58,6 @@ std::vector<uint32_t> FlattenOffsets(const Encoding& e) {
   return flat;
 }
 
-// The tokenizer.json of a base tokenizer or of a variant (base + replaced fields).
-std::string TokenizerJson(const std::string& name) {
-  const std::string synthetic_path = kData + "/synthetic/" + name + ".json";
-  if (std::filesystem::exists(synthetic_path)) return ReadFile(synthetic_path);
-  const std::string variant_path = kData + "/variants/" + name + ".json";
-  if (!std::filesystem::exists(variant_path)) return ReadFile(testing::TestTokenizerPath(name));
-  const auto v = nlohmann::json::parse(ReadFile(variant_path));
-  auto base = nlohmann::json::parse(ReadFile(testing::TestTokenizerPath(v.at("base").get<std::string>())));
-  if (v.contains("replace")) {
-    for (const auto& [key, value] : v.at("replace").items()) base[key] = value;
-  }
-  if (v.contains("extra_added_tokens")) {
-    for (const auto& t : v.at("extra_added_tokens")) base["added_tokens"].push_back(t);
-  }
-  if (v.contains("model_options")) {
-    for (const auto& [key, value] : v.at("model_options").items()) base["model"][key] = value;
-  }
-  return base.dump();
-}
-
 // (tokenizer, text name) pairs allowed to differ, from exceptions.json.
 std::set<std::pair<std::string, std::string>> Exceptions() {
   std::set<std::pair<std::string, std::string>> out;
@@ -97,7 +73,7 @@ class GoldenTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     const std::string base = GetParam().substr(0, GetParam().find('_'));
     if (base == "qwen3" || base == "llama3" || base == "bert") {
-      const std::string asset = testing::TestTokenizerPath(base);
+      const std::string asset = tokenbatch::testing::TestTokenizerPath(base);
       ASSERT_TRUE(std::filesystem::exists(asset)) << asset << " is missing: the tests read the shared tokenizer data (src/testing/tokenizer_data.h)";
     }
     auto tok = Tokenizer::FromJson(TokenizerJson(GetParam()));

@@ -5,6 +5,7 @@
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
 #include "tokenizer/bpe.h"
+#include "tokenizer/unigram.h"
 #include "tokenizer/wordpiece.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -18,7 +19,11 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Parse(const nlohmann::json& j, boo
     if (byte_level) return InvalidArgumentError("unsupported combination: WordPiece model with ByteLevel pre_tokenizer");
     return WordPiece::Create(j);
   }
-  return InvalidArgumentError(absl::StrCat("unsupported model: ", type.empty() ? "(no type)" : type));
+  if (type == "Unigram") {
+    if (byte_level) return InvalidArgumentError("unsupported combination: Unigram model with ByteLevel pre_tokenizer");
+    return Unigram::Create(j);
+  }
+  return InvalidArgumentError(absl::StrCat("unsupported model: ", type.empty() ? "(no type)" : type, " at model.type"));
 }
 
 }  // namespace tokenbatch::tokenizer::internal

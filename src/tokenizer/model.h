@@ -1,5 +1,5 @@
-// The models of tokenizer.json: BPE and WordPiece. A model turns one word (the
-// bytes of one pre-tokenized piece) into token ids.
+// The models of tokenizer.json: BPE, WordPiece and Unigram. A model turns one
+// word (the bytes of one pre-tokenized piece) into token ids.
 //
 // Models are immutable after Parse and safe to share across threads.
 #pragma once
@@ -32,6 +32,10 @@ template <typename V>
 using StringMap = absl::flat_hash_map<std::string, V, StringViewHash, StringViewEq>;
 using Vocab = StringMap<uint32_t>;
 
+// Vocabulary ids must be below this (tokenizer.json files use a few hundred
+// thousand at most); a larger id is refused at load rather than sized for.
+inline constexpr uint32_t kMaxVocabId = 1u << 26;
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -42,15 +46,46 @@ class Model {
   // refused with InvalidArgumentError naming them.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Parse(const nlohmann::json& j, bool byte_level);
 
+  // Flag in an `ends` entry: the token begins where the previous token began
+  // (not where it ended). Unigram's byte fallback gives every "<0xNN>" token of
+  // an unknown text that whole text's offsets.
+  static constexpr uint32_t kSameBegin = 1u << 31;
+
   // Appends the ids of `word` (non-empty, valid UTF-8 unless byte-level) to `ids`
-  // and, for each, the end of its bytes within `word` to `ends`.
-  virtual void Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const = 0;
+  // and, for each, the end of its bytes within `word` to `ends` (possibly with
+  // kSameBegin set). Returns false, with `ids`/`ends` as they were, when the
+  // model cannot encode the word (a Unigram model without unk_id meeting an
+  // uncovered character).
+  virtual bool Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const = 0;
 
   // The id of a vocabulary token, written as in tokenizer.json.
   [[nodiscard]] virtual std::optional<uint32_t> TokenToId(std::string_view token) const = 0;
 
+  // The vocabulary token of `id` as written in tokenizer.json, or nullopt when no
+  // entry has that id.
+  [[nodiscard]] std::optional<std::string_view> IdToToken(uint32_t id) const {
+    if (id >= tokens_by_id_.size() || !has_id_[id]) return std::nullopt;
+    return tokens_by_id_[id];
+  }
+
   // Number of entries in the model's vocabulary (added tokens not included).
   [[nodiscard]] virtual size_t VocabSize() const = 0;
+
+ protected:
+  // Records `token` as the text of `id` (for IdToToken). Requires id < kMaxVocabId
+  // (the parsers refuse larger ids).
+  void SetTokenOfId(uint32_t id, std::string_view token) {
+    if (id >= tokens_by_id_.size()) {
+      tokens_by_id_.resize(id + 1);
+      has_id_.resize(id + 1, false);
+    }
+    tokens_by_id_[id] = std::string(token);
+    has_id_[id] = true;
+  }
+
+ private:
+  std::vector<std::string> tokens_by_id_;
+  std::vector<bool> has_id_;
 };
 
 }  // namespace tokenbatch::tokenizer::internal

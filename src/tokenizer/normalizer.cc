@@ -10,9 +10,13 @@
 
 #include <utf8proc.h>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/precompiled.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/transform.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -33,23 +37,6 @@ void EmitAligned(NormalizedText& out, bool align, uint32_t b, uint32_t e, Emit&&
     out.begin.resize(out.text.size(), b);
     out.end.resize(out.text.size(), e);
   }
-}
-
-// Switches `io` from identity to explicit per-byte alignments.
-void EnsureAlignment(NormalizedText& io) {
-  if (!io.identity) return;
-  const std::string& piece = io.text;
-  io.begin.resize(piece.size());
-  io.end.resize(piece.size());
-  int len = 0;
-  for (size_t i = 0; i < piece.size(); i += static_cast<size_t>(len)) {
-    DecodeUtf8(piece, i, len);
-    for (int k = 0; k < len; ++k) {
-      io.begin[i + k] = io.base + static_cast<uint32_t>(i);
-      io.end[i + k] = io.base + static_cast<uint32_t>(i + len);
-    }
-  }
-  io.identity = false;
 }
 
 // Decomposes `c` canonically (or by compatibility when `compat`) into `out`.
@@ -75,7 +62,7 @@ int CombiningClass(char32_t c) {
 // composed character takes the alignment of the first character it was composed
 // from (the starter), as the unicode-normalization-alignments crate reports.
 void ApplyUnicodeForm(NormalizedText& io, bool align, bool compat, bool decompose) {
-  std::string whole = decompose ? DecomposeUnicode(io.text) : NormalizeUnicode(io.text, compat);
+  std::string whole = decompose ? DecomposeUnicode(io.text, compat) : NormalizeUnicode(io.text, compat);
   if (whole == io.text) return;
   if (!align) {
     io.text = std::move(whole);
@@ -135,17 +122,18 @@ void ApplyUnicodeForm(NormalizedText& io, bool align, bool compat, bool decompos
 absl::StatusOr<Normalizer> Normalizer::Parse(const nlohmann::json& j) {
   Normalizer n;
   if (!j.is_null()) {
-    if (absl::Status s = ParseInto(j, n.steps_); !s.ok()) return s;
+    if (absl::Status s = ParseInto(j, "normalizer", n.steps_); !s.ok()) return s;
   }
   return n;
 }
 
-absl::Status Normalizer::ParseInto(const nlohmann::json& j, std::vector<Step>& steps) {
-  if (!j.is_object() || !j.contains("type")) return InvalidArgumentError("normalizer without a \"type\"");
+absl::Status Normalizer::ParseInto(const nlohmann::json& j, const std::string& path, std::vector<Step>& steps) {
+  if (!j.is_object() || !j.contains("type")) return InvalidArgumentError(absl::StrCat(path, " has no \"type\""));
   const std::string type = j.at("type").get<std::string>();
   if (type == "Sequence") {
-    for (const auto& sub : j.at("normalizers")) {
-      if (absl::Status s = ParseInto(sub, steps); !s.ok()) return s;
+    const auto& list = j.at("normalizers");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (absl::Status s = ParseInto(list[i], absl::StrCat(path, ".normalizers[", i, "]"), steps); !s.ok()) return s;
     }
   } else if (type == "NFC") {
     steps.push_back(Step{Kind::kNfc, false, false, false, false});
@@ -153,11 +141,40 @@ absl::Status Normalizer::ParseInto(const nlohmann::json& j, std::vector<Step>& s
     steps.push_back(Step{Kind::kNfkc, false, false, false, false});
   } else if (type == "NFD") {
     steps.push_back(Step{Kind::kNfd, false, false, false, false});
+  } else if (type == "NFKD") {
+    steps.push_back(Step{Kind::kNfkd, false, false, false, false});
+  } else if (type == "Precompiled") {
+    Step s{Kind::kPrecompiled, false, false, false, false};
+    const auto& field = j.at("precompiled_charsmap");
+    std::string bytes;
+    if (!field.is_null() && !absl::Base64Unescape(field.get<std::string>(), &bytes)) {
+      return InvalidArgumentError(absl::StrCat(path, " (Precompiled): precompiled_charsmap is not base64"));
+    }
+    auto map = PrecompiledCharsmap::Parse(bytes);
+    if (!map.ok()) return InvalidArgumentError(absl::StrCat(path, " (Precompiled): ", map.status().message()));
+    s.charsmap = std::make_shared<const PrecompiledCharsmap>(std::move(*map));
+    steps.push_back(std::move(s));
+  } else if (type == "Replace") {
+    Step s{Kind::kReplace, false, false, false, false};
+    auto regex = CompilePattern(j.at("pattern"), absl::StrCat(path, " (Replace)"));
+    if (!regex.ok()) return regex.status();
+    s.regex = std::move(*regex);
+    s.text = j.at("content").get<std::string>();
+    steps.push_back(std::move(s));
+  } else if (type == "Prepend") {
+    Step s{Kind::kPrepend, false, false, false, false};
+    s.text = j.at("prepend").get<std::string>();
+    steps.push_back(std::move(s));
+  } else if (type == "Strip") {
+    Step s{Kind::kStrip, false, false, false, false};
+    s.strip_left = GetBool(j, "strip_left", true);
+    s.strip_right = GetBool(j, "strip_right", true);
+    steps.push_back(std::move(s));
   } else if (type == "Lowercase") {
     steps.push_back(Step{Kind::kLowercase, false, false, false, false});
   } else if (type == "BertNormalizer") {
     if (GetBool(j, "separate_numbers", false)) {
-      return InvalidArgumentError("unsupported normalizer option: BertNormalizer.separate_numbers");
+      return InvalidArgumentError(absl::StrCat("unsupported normalizer option: BertNormalizer.separate_numbers at ", path));
     }
     Step s{Kind::kBert, false, false, false, false};
     s.clean_text = GetBool(j, "clean_text", true);
@@ -166,7 +183,7 @@ absl::Status Normalizer::ParseInto(const nlohmann::json& j, std::vector<Step>& s
     s.strip_accents = GetBool(j, "strip_accents", s.lowercase);
     steps.push_back(s);
   } else {
-    return InvalidArgumentError(absl::StrCat("unsupported normalizer: ", type));
+    return InvalidArgumentError(absl::StrCat("unsupported normalizer: ", type, " at ", path));
   }
   return absl::OkStatus();
 }
@@ -203,6 +220,16 @@ void Normalizer::ApplyStep(const Step& step, NormalizedText& io, bool align) {
     case Kind::kNfc: ApplyUnicodeForm(io, align, false, false); return;
     case Kind::kNfkc: ApplyUnicodeForm(io, align, true, false); return;
     case Kind::kNfd: ApplyUnicodeForm(io, align, false, true); return;
+    case Kind::kNfkd: ApplyUnicodeForm(io, align, true, true); return;
+    case Kind::kPrecompiled: step.charsmap->Apply(io, align); return;
+    case Kind::kReplace: {
+      std::vector<std::pair<size_t, size_t>> matches;
+      step.regex->FindAll(io.text, matches);
+      ReplaceRanges(io, matches, step.text, align);
+      return;
+    }
+    case Kind::kPrepend: PrependText(io, step.text, align); return;
+    case Kind::kStrip: StripWhitespace(io, step.strip_left, step.strip_right, align); return;
     case Kind::kLowercase:
     case Kind::kBert: break;
   }

@@ -1,5 +1,6 @@
-// Normalizers of tokenizer.json: NFC, NFKC, NFD, Lowercase, BertNormalizer and
-// Sequence, applied to one piece of input text (the text between added tokens).
+// Normalizers of tokenizer.json: NFC, NFKC, NFD, NFKD, Lowercase,
+// BertNormalizer, Precompiled (SentencePiece's charsmap), Replace, Prepend,
+// Strip and Sequence, applied to one piece of input text (the text between added tokens).
 //
 // Hugging Face tracks, for every normalised character, the range of original text
 // it came from; we keep the same thing per normalised byte (`begin`/`end`) so that
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +22,9 @@
 #include "nlohmann/json_fwd.hpp"
 
 namespace tokenbatch::tokenizer::internal {
+
+class PrecompiledCharsmap;
+class Regex;
 
 // Text after normalisation. When `identity` is true, `text` equals the piece that
 // was normalised (byte i came from byte base + i). Otherwise, when alignments were
@@ -56,15 +61,20 @@ class Normalizer {
   [[nodiscard]] std::string ApplyToString(std::string_view s) const;
 
  private:
-  enum class Kind { kNfc, kNfkc, kNfd, kLowercase, kBert };
+  enum class Kind { kNfc, kNfkc, kNfd, kNfkd, kLowercase, kBert, kPrecompiled, kReplace, kPrepend, kStrip };
   struct Step {
     Kind kind;
     bool clean_text = false;
     bool handle_chinese_chars = false;
     bool strip_accents = false;
     bool lowercase = false;
+    bool strip_left = false;                                // kStrip
+    bool strip_right = false;                               // kStrip
+    std::shared_ptr<const PrecompiledCharsmap> charsmap;    // kPrecompiled
+    std::shared_ptr<const Regex> regex;                     // kReplace: the pattern
+    std::string text;                                       // kReplace: content; kPrepend: prefix
   };
-  static absl::Status ParseInto(const nlohmann::json& j, std::vector<Step>& steps);
+  static absl::Status ParseInto(const nlohmann::json& j, const std::string& path, std::vector<Step>& steps);
   static void ApplyStep(const Step& step, NormalizedText& io, bool align);
 
   std::vector<Step> steps_;

@@ -63,7 +63,7 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
     if (!seen_sequence) return InvalidArgumentError("TemplateProcessing single template without $A");
     return absl::OkStatus();
   }
-  return InvalidArgumentError(absl::StrCat("unsupported post_processor: ", type));
+  return InvalidArgumentError(absl::StrCat("unsupported post_processor: ", type, " at post_processor"));
 }
 
 }  // namespace

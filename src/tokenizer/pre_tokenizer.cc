@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/transform.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -21,16 +22,6 @@ constexpr std::string_view kGpt2Pattern =
 // Join_Control (so a ZWJ inside an emoji sequence is a word character).
 constexpr std::string_view kWhitespacePattern =
     R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]+|[^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}\s]+)";
-
-// Escapes a literal Split pattern ({"String": ...}) for Oniguruma.
-std::string EscapeLiteral(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (std::string_view("\\^$.|?*+()[]{}-/").find(c) != std::string_view::npos) out.push_back('\\');
-    out.push_back(c);
-  }
-  return out;
-}
 
 absl::StatusOr<std::shared_ptr<const Regex>> CompileShared(std::string_view pattern) {
   auto r = Regex::Compile(pattern);
@@ -56,45 +47,45 @@ void Emit(const Word& w, size_t b, size_t e, std::vector<Word>& out) {
 absl::StatusOr<PreTokenizer> PreTokenizer::Parse(const nlohmann::json& j) {
   PreTokenizer p;
   if (!j.is_null()) {
-    if (absl::Status s = ParseInto(j, p.steps_, p.byte_level_); !s.ok()) return s;
+    if (absl::Status s = ParseInto(j, "pre_tokenizer", p.steps_, p.byte_level_); !s.ok()) return s;
+  }
+  for (const Step& step : p.steps_) {
+    if (step.kind != Kind::kMetaspace) continue;
+    p.rewrites_ = true;
+    p.needs_alignment_ = p.needs_alignment_ || step.prepend == Prepend::kFirst;
   }
   return p;
 }
 
-absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, std::vector<Step>& steps, bool& byte_level) {
-  if (!j.is_object() || !j.contains("type")) return InvalidArgumentError("pre_tokenizer without a \"type\"");
+absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string& path, std::vector<Step>& steps,
+                                     bool& byte_level) {
+  if (!j.is_object() || !j.contains("type")) return InvalidArgumentError(absl::StrCat(path, " has no \"type\""));
   const std::string type = j.at("type").get<std::string>();
   if (type == "Sequence") {
-    for (const auto& sub : j.at("pretokenizers")) {
-      if (absl::Status s = ParseInto(sub, steps, byte_level); !s.ok()) return s;
+    const auto& list = j.at("pretokenizers");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (absl::Status s = ParseInto(list[i], absl::StrCat(path, ".pretokenizers[", i, "]"), steps, byte_level); !s.ok()) {
+        return s;
+      }
     }
     return absl::OkStatus();
   }
   if (byte_level) {
-    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type, " after ByteLevel"));
+    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type, " after ByteLevel at ", path));
   }
   Step step;
   step.kind = Kind::kSplit;
   if (type == "Split") {
-    const auto& pattern = j.at("pattern");
-    std::string regex;
-    if (pattern.contains("Regex")) {
-      regex = pattern.at("Regex").get<std::string>();
-    } else if (pattern.contains("String")) {
-      regex = EscapeLiteral(pattern.at("String").get<std::string>());
-    } else {
-      return InvalidArgumentError("unsupported pre_tokenizer: Split pattern is neither Regex nor String");
-    }
-    auto compiled = CompileShared(regex);
+    auto compiled = CompilePattern(j.at("pattern"), absl::StrCat(path, " (Split)"));
     if (!compiled.ok()) return compiled.status();
-    step.regex = *compiled;
+    step.regex = std::move(*compiled);
     const std::string behavior = j.at("behavior").get<std::string>();
     if (behavior == "Removed") step.behavior = Behavior::kRemoved;
     else if (behavior == "Isolated") step.behavior = Behavior::kIsolated;
     else if (behavior == "MergedWithPrevious") step.behavior = Behavior::kMergedWithPrevious;
     else if (behavior == "MergedWithNext") step.behavior = Behavior::kMergedWithNext;
     else if (behavior == "Contiguous") step.behavior = Behavior::kContiguous;
-    else return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: Split behavior ", behavior));
+    else return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: Split behavior ", behavior, " at ", path));
     step.invert = j.value("invert", false);
   } else if (type == "ByteLevel") {
     step.kind = Kind::kByteLevel;
@@ -105,6 +96,27 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, std::vector<Step>&
       step.regex = *compiled;
     }
     byte_level = true;
+  } else if (type == "Metaspace") {
+    step.kind = Kind::kMetaspace;
+    const std::string replacement = j.at("replacement").get<std::string>();
+    int len = 0;
+    if (replacement.empty() || !ValidateUtf8(replacement).ok() ||
+        (DecodeUtf8(replacement, 0, len), static_cast<size_t>(len) != replacement.size())) {
+      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
+    }
+    step.replacement = replacement;
+    // Older files say add_prefix_space instead of prepend_scheme.
+    const std::string scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>()
+                               : (j.value("add_prefix_space", true) ? "always" : "never");
+    if (j.contains("add_prefix_space") && !j.at("add_prefix_space").is_null() && !j.at("add_prefix_space").get<bool>() &&
+        scheme != "never") {
+      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): add_prefix_space false contradicts prepend_scheme"));
+    }
+    if (scheme == "always") step.prepend = Prepend::kAlways;
+    else if (scheme == "first") step.prepend = Prepend::kFirst;
+    else if (scheme == "never") step.prepend = Prepend::kNever;
+    else return InvalidArgumentError(absl::StrCat(path, " (Metaspace): unknown prepend_scheme ", scheme));
+    step.split = j.contains("split") && !j.at("split").is_null() ? j.at("split").get<bool>() : true;
   } else if (type == "BertPreTokenizer") {
     step.kind = Kind::kBert;
   } else if (type == "WhitespaceSplit") {
@@ -116,7 +128,7 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, std::vector<Step>&
     step.behavior = Behavior::kRemoved;
     step.invert = true;
   } else {
-    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type));
+    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type, " at ", path));
   }
   steps.push_back(std::move(step));
   return absl::OkStatus();
@@ -131,6 +143,73 @@ void PreTokenizer::Split(std::string_view text, std::vector<Word>& words, std::v
     ApplyStep(step, text, words, scratch);
     words.swap(scratch);
   }
+}
+
+void PreTokenizer::SplitRewriting(NormalizedText& io, bool align, std::vector<Word>& words,
+                                  std::vector<Word>& scratch) const {
+  words.clear();
+  if (io.text.empty()) return;
+  words.push_back({0, static_cast<uint32_t>(io.text.size()), false});
+  for (const Step& step : steps_) {
+    scratch.clear();
+    if (step.kind == Kind::kMetaspace) {
+      ApplyMetaspace(step, io, align, words, scratch);
+    } else {
+      ApplyStep(step, io.text, words, scratch);
+    }
+    words.swap(scratch);
+  }
+}
+
+void PreTokenizer::ApplyMetaspace(const Step& step, NormalizedText& io, bool align, const std::vector<Word>& in,
+                                  std::vector<Word>& out) const {
+  NormalizedText next;
+  next.identity = false;
+  next.base = io.base;
+  NormalizedText piece;
+  std::vector<std::pair<size_t, size_t>> spaces;
+  const std::string& rep = step.replacement;
+  for (const Word& w : in) {
+    // The word as its own normalised string, with its alignments.
+    piece.text.assign(io.text, w.begin, w.end - w.begin);
+    piece.identity = io.identity;
+    piece.base = io.base + w.begin;
+    piece.begin.clear();
+    piece.end.clear();
+    if (align && !io.identity) {
+      piece.begin.assign(io.begin.begin() + w.begin, io.begin.begin() + w.end);
+      piece.end.assign(io.end.begin() + w.begin, io.end.begin() + w.end);
+    }
+    spaces.clear();
+    for (size_t i = 0; i < piece.text.size(); ++i) {
+      if (piece.text[i] == ' ') spaces.emplace_back(i, i + 1);
+    }
+    ReplaceRanges(piece, spaces, rep, align);
+    const bool starts_with_rep = piece.text.compare(0, rep.size(), rep) == 0;
+    if (!starts_with_rep && (step.prepend == Prepend::kAlways ||
+                             (step.prepend == Prepend::kFirst && piece.OriginalBegin(0) == 0))) {
+      PrependText(piece, rep, align);
+    }
+    const auto base = static_cast<uint32_t>(next.text.size());
+    next.text += piece.text;
+    if (align) {
+      EnsureAlignment(piece);
+      next.begin.insert(next.begin.end(), piece.begin.begin(), piece.begin.end());
+      next.end.insert(next.end.end(), piece.end.begin(), piece.end.end());
+    }
+    if (!step.split) {
+      out.push_back({base, static_cast<uint32_t>(next.text.size()), false});
+      continue;
+    }
+    // Split before every replacement character (Hugging Face: MergedWithNext).
+    size_t start = 0;
+    for (size_t pos = piece.text.find(rep, 1); pos != std::string::npos; pos = piece.text.find(rep, pos + rep.size())) {
+      out.push_back({base + static_cast<uint32_t>(start), base + static_cast<uint32_t>(pos), false});
+      start = pos;
+    }
+    out.push_back({base + static_cast<uint32_t>(start), static_cast<uint32_t>(next.text.size()), false});
+  }
+  io = std::move(next);
 }
 
 void PreTokenizer::ApplyStep(const Step& step, std::string_view text, const std::vector<Word>& in,

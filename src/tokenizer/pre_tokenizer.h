@@ -1,7 +1,10 @@
 // Pre-tokenizers of tokenizer.json: Split (regex or literal pattern, every split
 // behaviour, invert), ByteLevel (add_prefix_space, use_regex), BertPreTokenizer,
-// Whitespace, WhitespaceSplit and Sequence. They cut normalised text into the
-// words the model encodes one at a time.
+// Whitespace, WhitespaceSplit, Metaspace (replacement, prepend_scheme, split) and
+// Sequence. They cut normalised text into the words the model encodes one at a
+// time. Metaspace also rewrites the text (spaces become the replacement
+// character, which may be put before a word), as Hugging Face's does; those
+// pre-tokenizers go through SplitRewriting.
 //
 // A PreTokenizer is immutable after Parse and safe to share across threads.
 #pragma once
@@ -15,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json_fwd.hpp"
+#include "tokenizer/normalizer.h"
 #include "tokenizer/regex.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -37,12 +41,24 @@ class PreTokenizer {
   // bytes (the model's vocabulary is mapped from GPT-2's byte alphabet at load).
   [[nodiscard]] bool byte_level() const { return byte_level_; }
 
+  // True when a step rewrites the text (Metaspace): use SplitRewriting.
+  [[nodiscard]] bool rewrites_text() const { return rewrites_; }
+  // True when SplitRewriting needs io's alignments even without offsets
+  // (Metaspace's prepend_scheme "first" asks whether a word starts the input).
+  [[nodiscard]] bool needs_alignment() const { return needs_alignment_; }
+
   // Splits `text` (valid UTF-8) into words, replacing `words`. `scratch` is reused
-  // storage.
+  // storage. Requires !rewrites_text().
   void Split(std::string_view text, std::vector<Word>& words, std::vector<Word>& scratch) const;
 
+  // Splits io.text (valid UTF-8) into words like Split, rewriting io (text and,
+  // when `align`, its alignments) where a Metaspace step does; the words index
+  // the rewritten io.text.
+  void SplitRewriting(NormalizedText& io, bool align, std::vector<Word>& words, std::vector<Word>& scratch) const;
+
  private:
-  enum class Kind { kSplit, kByteLevel, kBert, kWhitespaceSplit };
+  enum class Kind { kSplit, kByteLevel, kBert, kWhitespaceSplit, kMetaspace };
+  enum class Prepend { kAlways, kFirst, kNever };
   enum class Behavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
   struct Step {
     Kind kind = Kind::kSplit;
@@ -50,13 +66,22 @@ class PreTokenizer {
     Behavior behavior = Behavior::kIsolated;
     bool invert = false;
     bool add_prefix_space = false;
+    std::string replacement;  // kMetaspace: one character, UTF-8
+    Prepend prepend = Prepend::kAlways;
+    bool split = true;
   };
-  static absl::Status ParseInto(const nlohmann::json& j, std::vector<Step>& steps, bool& byte_level);
+  // Metaspace on each of `words` of io: the rewritten words make the new io.
+  void ApplyMetaspace(const Step& step, NormalizedText& io, bool align, const std::vector<Word>& in,
+                      std::vector<Word>& out) const;
+  static absl::Status ParseInto(const nlohmann::json& j, const std::string& path, std::vector<Step>& steps,
+                                bool& byte_level);
   static void ApplyStep(const Step& step, std::string_view text, const std::vector<Word>& in,
                         std::vector<Word>& out);
 
   std::vector<Step> steps_;
   bool byte_level_ = false;
+  bool rewrites_ = false;
+  bool needs_alignment_ = false;
 };
 
 }  // namespace tokenbatch::tokenizer::internal

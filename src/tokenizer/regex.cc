@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -64,6 +65,29 @@ void Regex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>
       pos += ONIGENC_MBC_ENC_LEN(ONIG_ENCODING_UTF8, pos);  // skip one code point
     }
   }
+}
+
+std::string EscapeRegexLiteral(std::string_view literal) {
+  std::string out;
+  for (const char c : literal) {
+    if (std::string_view("\\^$.|?*+()[]{}-/").find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<const Regex>> CompilePattern(const nlohmann::json& pattern, std::string_view component) {
+  std::string regex;
+  if (pattern.is_object() && pattern.contains("Regex") && pattern.at("Regex").is_string()) {
+    regex = pattern.at("Regex").get<std::string>();
+  } else if (pattern.is_object() && pattern.contains("String") && pattern.at("String").is_string()) {
+    regex = EscapeRegexLiteral(pattern.at("String").get<std::string>());
+  } else {
+    return InvalidArgumentError(absl::StrCat(std::string(component), ": pattern is neither {\"String\": ...} nor {\"Regex\": ...}"));
+  }
+  auto compiled = Regex::Compile(regex);
+  if (!compiled.ok()) return InvalidArgumentError(absl::StrCat(std::string(component), ": ", compiled.status().message()));
+  return std::shared_ptr<const Regex>(std::move(*compiled));
 }
 
 }  // namespace tokenbatch::tokenizer::internal

@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json_fwd.hpp"
 
 namespace tokenbatch::tokenizer::internal {
 
@@ -34,5 +36,14 @@ class Regex {
   explicit Regex(void* regex) : regex_(regex) {}
   void* regex_;  // OnigRegex
 };
+
+// Escapes `literal` so that it matches itself as an Oniguruma pattern.
+[[nodiscard]] std::string EscapeRegexLiteral(std::string_view literal);
+
+// Compiles a tokenizer.json pattern object, {"String": literal} or {"Regex":
+// pattern}. InvalidArgumentError prefixed with `component` (e.g. "normalizer
+// Replace") for any other shape or a pattern Oniguruma refuses.
+[[nodiscard]] absl::StatusOr<std::shared_ptr<const Regex>> CompilePattern(const nlohmann::json& pattern,
+                                                                          std::string_view component);
 
 }  // namespace tokenbatch::tokenizer::internal

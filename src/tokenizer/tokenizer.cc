@@ -28,11 +28,30 @@ using internal::Word;
 
 namespace {
 
+absl::Status UnencodableWord(std::string_view word) {
+  return InvalidArgumentError(absl::StrCat("the model has no piece for a character of \"", std::string(word),
+                                           "\" and no unk token (Unigram without unk_id)"));
+}
+
+// Copies bytes [b, e) of `from` into `to`, with their alignments when `align`.
+void CopyRange(const internal::NormalizedText& from, size_t b, size_t e, bool align, internal::NormalizedText& to) {
+  to.text.assign(from.text, b, e - b);
+  to.identity = from.identity;
+  to.base = from.identity ? from.base + static_cast<uint32_t>(b) : from.base;
+  to.begin.clear();
+  to.end.clear();
+  if (align && !from.identity) {
+    to.begin.assign(from.begin.begin() + static_cast<std::ptrdiff_t>(b), from.begin.begin() + static_cast<std::ptrdiff_t>(e));
+    to.end.assign(from.end.begin() + static_cast<std::ptrdiff_t>(b), from.end.begin() + static_cast<std::ptrdiff_t>(e));
+  }
+}
+
 // Per-thread reusable buffers: Encode and Count allocate nothing per word once warm.
 struct Scratch {
   std::vector<Segment> segments;
   std::vector<Segment> sub_segments;
   internal::NormalizedText norm;
+  internal::NormalizedText rewritten;  // a sub-segment after Metaspace
   std::vector<Word> words;
   std::vector<Word> words_tmp;
   std::vector<uint32_t> ids;
@@ -69,6 +88,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
     auto post = internal::PostProcessor::Parse(j.value("post_processor", nlohmann::json()));
     if (!post.ok()) return post.status();
     impl->post = std::move(*post);
+    auto decoder = internal::Decoder::Parse(j.value("decoder", nlohmann::json()));
+    if (!decoder.ok()) return decoder.status();
+    impl->decoder = std::move(*decoder);
     auto added = internal::ParseAddedTokens(j.value("added_tokens", nlohmann::json()), impl->normalizer, *impl->model);
     if (!added.ok()) return added.status();
     impl->added = std::move(*added);
@@ -91,6 +113,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
   if (absl::Status s = internal::ValidateUtf8(text); !s.ok()) return s;
   thread_local Scratch sc;
   with_offsets = with_offsets && enc != nullptr;
+  const bool align = with_offsets || pre_tokenizer.needs_alignment();
   sc.segments.clear();
   added.raw.Split(text, sc.segments);
   for (const Segment& seg : sc.segments) {
@@ -103,7 +126,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
       }
       continue;
     }
-    normalizer.Apply(text.substr(seg.begin, seg.end - seg.begin), seg.begin, with_offsets, sc.norm);
+    normalizer.Apply(text.substr(seg.begin, seg.end - seg.begin), seg.begin, align, sc.norm);
     const std::string& norm = sc.norm.text;
     sc.sub_segments.clear();
     added.normalized.Split(norm, sc.sub_segments);
@@ -117,9 +140,19 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
         }
         continue;
       }
-      pre_tokenizer.Split(std::string_view(norm).substr(sub.begin, sub.end - sub.begin), sc.words, sc.words_tmp);
+      // Words index `wtext` from byte `wbase`.
+      const internal::NormalizedText* wtext = &sc.norm;
+      size_t wbase = sub.begin;
+      if (pre_tokenizer.rewrites_text()) {
+        CopyRange(sc.norm, sub.begin, sub.end, align, sc.rewritten);
+        pre_tokenizer.SplitRewriting(sc.rewritten, align, sc.words, sc.words_tmp);
+        wtext = &sc.rewritten;
+        wbase = 0;
+      } else {
+        pre_tokenizer.Split(std::string_view(norm).substr(sub.begin, sub.end - sub.begin), sc.words, sc.words_tmp);
+      }
       for (const Word& w : sc.words) {
-        std::string_view word(norm.data() + sub.begin + w.begin, w.end - w.begin);
+        std::string_view word(wtext->text.data() + wbase + w.begin, w.end - w.begin);
         if (w.prefix_space) {
           sc.word.assign(1, ' ');
           sc.word.append(word);
@@ -130,7 +163,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
           if (n < 0) {
             sc.ids.clear();
             sc.ends.clear();
-            model->Tokenize(word, sc.ids, sc.ends);
+            if (!model->Tokenize(word, sc.ids, sc.ends)) return UnencodableWord(word);
             cache.Insert(word, sc.ids.data(), sc.ends.data(), sc.ids.size());
             n = static_cast<int64_t>(sc.ids.size());
           }
@@ -140,23 +173,24 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
         sc.ids.clear();
         sc.ends.clear();
         if (!cache.Lookup(word, sc.ids, &sc.ends)) {
-          model->Tokenize(word, sc.ids, sc.ends);
+          if (!model->Tokenize(word, sc.ids, sc.ends)) return UnencodableWord(word);
           cache.Insert(word, sc.ids.data(), sc.ends.data(), sc.ids.size());
         }
         enc->ids.insert(enc->ids.end(), sc.ids.begin(), sc.ids.end());
         if (!with_offsets) continue;
         const uint32_t p = w.prefix_space ? 1 : 0;
-        const size_t word_base = sub.begin + w.begin;  // normalised byte of word[p]
+        const size_t word_base = wbase + w.begin;  // byte of wtext for word[p]
+        uint32_t vb = 0;
         for (size_t k = 0; k < sc.ids.size(); ++k) {
-          const uint32_t vb = k == 0 ? 0 : sc.ends[k - 1];
-          const uint32_t ve = sc.ends[k];
+          const uint32_t ve = sc.ends[k] & ~internal::Model::kSameBegin;
+          if (k > 0 && (sc.ends[k] & internal::Model::kSameBegin) == 0) vb = sc.ends[k - 1] & ~internal::Model::kSameBegin;
           uint32_t ob, oe;
           if (ve <= p || w.begin == w.end) {  // only the virtual prefix space
-            ob = sc.norm.OriginalBegin(word_base);
+            ob = wtext->OriginalBegin(word_base);
             oe = ob;  // Hugging Face gives the prepended space an empty range
           } else {
-            ob = sc.norm.OriginalBegin(word_base + std::max(vb, p) - p);
-            oe = sc.norm.OriginalEnd(word_base + ve - p);
+            ob = wtext->OriginalBegin(word_base + std::max(vb, p) - p);
+            oe = wtext->OriginalEnd(word_base + ve - p);
           }
           if (post.trim_offsets) TrimOffsets(text, word.substr(vb, ve - vb), enc->offsets.size(), ob, oe);
           enc->offsets.emplace_back(ob, oe);

@@ -1,4 +1,4 @@
-// The private state of a Tokenizer, shared by tokenizer.cc and windows.cc.
+// The private state of a Tokenizer, shared by tokenizer.cc, windows.cc and decode.cc.
 #pragma once
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/decoder.h"
 #include "tokenizer/model.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
@@ -22,6 +23,7 @@ struct Tokenizer::Impl {
   std::unique_ptr<internal::Model> model;
   internal::PostProcessor post;
   internal::AddedVocabulary added;
+  internal::Decoder decoder;
   mutable internal::WordCache cache;
   std::optional<size_t> file_max_length;
 

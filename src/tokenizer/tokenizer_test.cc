@@ -56,17 +56,19 @@ std::string LoadError(const std::string& json) {
   return std::string(tok.status().message());
 }
 
-TEST(TokenizerLoadTest, RefusesUnsupportedComponentsByName) {
-  EXPECT_THAT(LoadError(SyntheticWith("model", {{"type", "Unigram"}, {"vocab", nlohmann::json::array()}})),
-              HasSubstr("unsupported model: Unigram"));
-  EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "Precompiled"}})),
-              HasSubstr("unsupported normalizer: Precompiled"));
-  EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Replace"}}}}})),
-              HasSubstr("unsupported normalizer: Replace"));
-  EXPECT_THAT(LoadError(SyntheticWith("pre_tokenizer", {{"type", "Metaspace"}})),
-              HasSubstr("unsupported pre_tokenizer: Metaspace"));
+TEST(TokenizerLoadTest, RefusesUnsupportedComponentsByNameAndJsonPath) {
+  EXPECT_THAT(LoadError(SyntheticWith("model", {{"type", "Bigram"}, {"vocab", nlohmann::json::array()}})),
+              HasSubstr("unsupported model: Bigram at model.type"));
+  EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "Precompiledd"}})),
+              HasSubstr("unsupported normalizer: Precompiledd at normalizer"));
+  EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Unknown"}}}}})),
+              HasSubstr("unsupported normalizer: Unknown at normalizer.normalizers[1]"));
+  EXPECT_THAT(LoadError(SyntheticWith("pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "Digits"}}}}})),
+              HasSubstr("unsupported pre_tokenizer: Digits at pre_tokenizer.pretokenizers[0]"));
+  EXPECT_THAT(LoadError(SyntheticWith("decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}, {{"type", "CTC"}}}}})),
+              HasSubstr("unsupported decoder: CTC at decoder.decoders[1]"));
   EXPECT_THAT(LoadError(SyntheticWith("post_processor", {{"type", "Fancy"}})),
-              HasSubstr("unsupported post_processor: Fancy"));
+              HasSubstr("unsupported post_processor: Fancy at post_processor"));
   EXPECT_THAT(LoadError(SyntheticWith("model.dropout", 0.1)), HasSubstr("BPE.dropout"));
   EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "BertNormalizer"}, {"separate_numbers", true}})),
               HasSubstr("separate_numbers"));

@@ -151,8 +151,9 @@ std::string MapUnicode(std::string_view s, utf8proc_option_t options) {
 }
 }  // namespace
 
-std::string DecomposeUnicode(std::string_view s) {
-  return MapUnicode(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE));
+std::string DecomposeUnicode(std::string_view s, bool compat) {
+  return MapUnicode(s, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE |
+                                                      (compat ? UTF8PROC_COMPAT : 0)));
 }
 
 std::string NormalizeUnicode(std::string_view s, bool compat) {

@@ -57,8 +57,8 @@ void AppendLowercase(char32_t c, std::string& out);
 // Appends the canonical decomposition (NFD) of the single code point `c`.
 void AppendNfd(char32_t c, std::string& out);
 
-// Normalises `s` (valid UTF-8) to NFD.
-[[nodiscard]] std::string DecomposeUnicode(std::string_view s);
+// Normalises `s` (valid UTF-8) to NFD (`compat` false) or NFKD (`compat` true).
+[[nodiscard]] std::string DecomposeUnicode(std::string_view s, bool compat = false);
 
 // Normalises `s` (valid UTF-8) to NFC (`compat` false) or NFKC (`compat` true).
 [[nodiscard]] std::string NormalizeUnicode(std::string_view s, bool compat);

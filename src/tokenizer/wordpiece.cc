@@ -10,7 +10,12 @@ namespace tokenbatch::tokenizer::internal {
 
 absl::StatusOr<std::unique_ptr<Model>> WordPiece::Create(const nlohmann::json& j) {
   auto wp = std::unique_ptr<WordPiece>(new WordPiece());
-  for (const auto& [token, id] : j.at("vocab").items()) wp->vocab_.emplace(token, id.get<uint32_t>());
+  for (const auto& [token, id] : j.at("vocab").items()) {
+    const auto v = id.get<uint32_t>();
+    if (v >= kMaxVocabId) return InvalidArgumentError(absl::StrCat("WordPiece vocab id ", v, " of ", token, " is too large"));
+    wp->vocab_.emplace(token, v);
+    wp->SetTokenOfId(v, token);
+  }
   if (auto it = j.find("continuing_subword_prefix"); it != j.end() && !it->is_null()) wp->prefix_ = it->get<std::string>();
   if (auto it = j.find("max_input_chars_per_word"); it != j.end() && !it->is_null()) wp->max_chars_ = it->get<size_t>();
   const std::string unk = j.value("unk_token", std::string("[UNK]"));
@@ -26,7 +31,7 @@ std::optional<uint32_t> WordPiece::TokenToId(std::string_view token) const {
   return it->second;
 }
 
-void WordPiece::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
+bool WordPiece::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
   // Character boundaries: bounds[k] is the byte offset of character k.
   std::vector<uint32_t> bounds;
   int len = 0;
@@ -42,6 +47,7 @@ void WordPiece::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std:
     ends.resize(mark);
     ids.push_back(unk_id_);
     ends.push_back(static_cast<uint32_t>(word.size()));
+    return true;
   };
   if (chars > max_chars_) return unk();
   std::string candidate;
@@ -63,6 +69,7 @@ void WordPiece::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std:
     if (!found) return unk();
     start = end;
   }
+  return true;
 }
 
 }  // namespace tokenbatch::tokenizer::internal

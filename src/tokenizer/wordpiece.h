@@ -15,7 +15,7 @@ class WordPiece final : public Model {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Create(const nlohmann::json& j);
 
-  void Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const override;
+  bool Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const override;
   [[nodiscard]] std::optional<uint32_t> TokenToId(std::string_view token) const override;
   [[nodiscard]] size_t VocabSize() const override { return vocab_.size(); }
 

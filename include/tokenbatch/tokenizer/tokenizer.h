@@ -122,6 +122,23 @@ class Tokenizer {
   // BERT's [CLS] .. [SEP], 0 for Qwen3); 0 when add_special_tokens is false.
   [[nodiscard]] size_t NumSpecialTokens(bool add_special_tokens = true) const;
 
+  // Turns ids back into text, as Hugging Face tokenizers' `decode` does: each id
+  // becomes its token (an added token's content, else the model's vocabulary
+  // entry); with `skip_special_tokens`, added tokens marked "special" are dropped;
+  // then the file's "decoder" runs (ByteLevel, WordPiece, Metaspace, BPEDecoder,
+  // Replace, ByteFallback, Fuse, Strip, Sequence), or, without one, the tokens
+  // are joined with spaces. Bytes that do not form valid UTF-8 (a byte-level id
+  // sequence cut inside a character) come out as U+FFFD, as Hugging Face does.
+  // Errors: InvalidArgumentError naming the position and value of the first id
+  // that is not in the vocabulary (Hugging Face drops such ids silently; a server
+  // must not answer for text it was not given). Thread-safe; allocates.
+  [[nodiscard]] absl::StatusOr<std::string> Decode(const std::vector<uint32_t>& ids,
+                                                   bool skip_special_tokens = true) const;
+
+  // The token of `id` as written in tokenizer.json (added token content, or model
+  // vocabulary entry), or nullopt when `id` is in neither.
+  [[nodiscard]] std::optional<std::string> IdToToken(uint32_t id) const;
+
   // The id of `token` (an added token's content, or a model vocabulary entry as
   // written in tokenizer.json), or nullopt.
   [[nodiscard]] std::optional<uint32_t> TokenToId(std::string_view token) const;

@@ -1,0 +1,280 @@
+// Decoders; see decoder.h.
+#include "tokenizer/decoder.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "tokenbatch/core/errors.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode.h"
+
+namespace tokenbatch::tokenizer::internal {
+namespace {
+
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the well-formed prefix of a UTF-8 sequence starting at s[i] (1-4),
+// or, when ill-formed, the length of its maximal subpart as a negative number.
+int SequenceLength(std::string_view s, size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  int need;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) need = 1;
+  else if (b0 == 0xE0) { need = 2; lo = 0xA0; }
+  else if (b0 >= 0xE1 && b0 <= 0xEC) need = 2;
+  else if (b0 == 0xED) { need = 2; hi = 0x9F; }
+  else if (b0 >= 0xEE && b0 <= 0xEF) need = 2;
+  else if (b0 == 0xF0) { need = 3; lo = 0x90; }
+  else if (b0 >= 0xF1 && b0 <= 0xF3) need = 3;
+  else if (b0 == 0xF4) { need = 3; hi = 0x8F; }
+  else return -1;
+  for (int k = 1; k <= need; ++k) {
+    if (i + static_cast<size_t>(k) >= s.size()) return -k;
+    const auto b = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+    const unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (b < l || b > h) return -k;
+  }
+  return need + 1;
+}
+
+// `s` with every non-overlapping occurrence of `from` (non-empty), scanning left
+// to right, replaced by `to`.
+std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t last = 0;
+  for (size_t pos = s.find(from); pos != std::string_view::npos; pos = s.find(from, last)) {
+    out.append(s.substr(last, pos - last));
+    out.append(to);
+    last = pos + from.size();
+  }
+  out.append(s.substr(last));
+  return out;
+}
+
+// WordPiece's cleanup (Hugging Face decoders/wordpiece.rs): spaces before
+// punctuation and English contractions, replaced in this order.
+std::string Cleanup(std::string s) {
+  static constexpr std::pair<std::string_view, std::string_view> kRules[] = {
+      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+      {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+  for (const auto& [from, to] : kRules) s = ReplaceAll(s, from, to);
+  return s;
+}
+
+std::string GetString(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? fallback : it->get<std::string>();
+}
+
+}  // namespace
+
+std::string Utf8Lossy(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    const int n = SequenceLength(bytes, i);
+    if (n > 0) {
+      out.append(bytes.substr(i, static_cast<size_t>(n)));
+      i += static_cast<size_t>(n);
+    } else {
+      out.append(kReplacementChar);
+      i += static_cast<size_t>(-n);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Decoder> Decoder::Parse(const nlohmann::json& j) {
+  Decoder d;
+  if (j.is_null()) return d;
+  d.present_ = true;
+  if (absl::Status s = ParseInto(j, "decoder", d.steps_); !s.ok()) return s;
+  return d;
+}
+
+absl::Status Decoder::ParseInto(const nlohmann::json& j, const std::string& path, std::vector<Step>& steps) {
+  if (!j.is_object() || !j.contains("type") || !j.at("type").is_string()) {
+    return InvalidArgumentError(absl::StrCat(path, " has no \"type\""));
+  }
+  const std::string type = j.at("type").get<std::string>();
+  Step step{Kind::kFuse, ""};
+  if (type == "Sequence") {
+    const auto& list = j.at("decoders");
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (absl::Status s = ParseInto(list[i], absl::StrCat(path, ".decoders[", i, "]"), steps); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  } else if (type == "ByteLevel") {
+    step.kind = Kind::kByteLevel;
+  } else if (type == "WordPiece") {
+    step.kind = Kind::kWordPiece;
+    step.text = GetString(j, "prefix", "##");
+    step.flag = j.value("cleanup", true);
+  } else if (type == "Metaspace") {
+    step.kind = Kind::kMetaspace;
+    step.text = j.at("replacement").get<std::string>();
+    int len = 0;
+    if (step.text.empty() || !ValidateUtf8(step.text).ok() ||
+        (DecodeUtf8(step.text, 0, len), static_cast<size_t>(len) != step.text.size())) {
+      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
+    }
+    const std::string scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>()
+                               : (j.value("add_prefix_space", true) ? "always" : "never");
+    if (scheme != "always" && scheme != "first" && scheme != "never") {
+      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): unknown prepend_scheme ", scheme));
+    }
+    step.flag = scheme != "never";
+  } else if (type == "BPEDecoder") {
+    step.kind = Kind::kBpe;
+    step.text = GetString(j, "suffix", "</w>");
+  } else if (type == "Replace") {
+    step.kind = Kind::kReplace;
+    auto regex = CompilePattern(j.at("pattern"), absl::StrCat(path, " (Replace)"));
+    if (!regex.ok()) return regex.status();
+    step.regex = std::move(*regex);
+    step.text = j.at("content").get<std::string>();
+  } else if (type == "ByteFallback") {
+    step.kind = Kind::kByteFallback;
+  } else if (type == "Fuse") {
+    step.kind = Kind::kFuse;
+  } else if (type == "Strip") {
+    step.kind = Kind::kStrip;
+    const std::string content = j.at("content").get<std::string>();
+    int len = 0;
+    if (content.empty() || !ValidateUtf8(content).ok() ||
+        (DecodeUtf8(content, 0, len), static_cast<size_t>(len) != content.size())) {
+      return InvalidArgumentError(absl::StrCat(path, " (Strip): content must be one character"));
+    }
+    step.strip_char = DecodeUtf8(content, 0, len);
+    step.strip_start = j.at("start").get<size_t>();
+    step.strip_stop = j.at("stop").get<size_t>();
+  } else {
+    return InvalidArgumentError(absl::StrCat("unsupported decoder: ", type, " at ", path));
+  }
+  steps.push_back(std::move(step));
+  return absl::OkStatus();
+}
+
+std::string Decoder::Decode(std::vector<std::string> tokens) const {
+  if (!present_) {
+    std::string out;
+    for (size_t i = 0; i < tokens.size(); ++i) absl::StrAppend(&out, i == 0 ? "" : " ", tokens[i]);
+    return out;
+  }
+  for (const Step& step : steps_) ApplyStep(step, tokens);
+  std::string out;
+  for (const std::string& t : tokens) out += t;
+  return out;
+}
+
+void Decoder::ApplyStep(const Step& step, std::vector<std::string>& tokens) {
+  switch (step.kind) {
+    case Kind::kByteLevel: {
+      std::string bytes;
+      for (const std::string& t : tokens) {
+        std::string mapped;
+        bool all = true;
+        int len = 0;
+        for (size_t i = 0; i < t.size() && all; i += static_cast<size_t>(len)) {
+          const int b = UnicodeToByte(DecodeUtf8(t, i, len));
+          if (b < 0) all = false; else mapped.push_back(static_cast<char>(b));
+        }
+        bytes += all ? mapped : t;
+      }
+      tokens.assign(1, Utf8Lossy(bytes));
+      return;
+    }
+    case Kind::kWordPiece:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        std::string& t = tokens[i];
+        if (i != 0) {
+          if (t.compare(0, step.text.size(), step.text) == 0) t.erase(0, step.text.size());
+          else t = absl::StrCat(" ", t);
+        }
+        if (step.flag) t = Cleanup(std::move(t));
+      }
+      return;
+    case Kind::kMetaspace:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const std::string_view with = (i == 0 && step.flag) ? "" : " ";
+        tokens[i] = ReplaceAll(tokens[i], step.text, with);
+      }
+      return;
+    case Kind::kBpe:
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        tokens[i] = ReplaceAll(tokens[i], step.text, i + 1 == tokens.size() ? "" : " ");
+      }
+      return;
+    case Kind::kReplace: {
+      std::vector<std::pair<size_t, size_t>> matches;
+      for (std::string& t : tokens) {
+        matches.clear();
+        step.regex->FindAll(t, matches);
+        if (matches.empty()) continue;
+        std::string out;
+        size_t last = 0;
+        for (const auto& [b, e] : matches) {
+          out.append(t, last, b - last);
+          out += step.text;
+          last = e;
+        }
+        out.append(t, last, std::string::npos);
+        t = std::move(out);
+      }
+      return;
+    }
+    case Kind::kByteFallback: {
+      std::vector<std::string> out;
+      std::string pending;
+      const auto flush = [&] {
+        if (pending.empty()) return;
+        if (ValidateUtf8(pending).ok()) {
+          out.push_back(pending);
+        } else {
+          for (size_t k = 0; k < pending.size(); ++k) out.emplace_back(kReplacementChar);
+        }
+        pending.clear();
+      };
+      for (std::string& t : tokens) {
+        const auto hex = [](char c) {
+          return (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+        };
+        if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex(t[3]) >= 0 && hex(t[4]) >= 0) {
+          pending.push_back(static_cast<char>(hex(t[3]) * 16 + hex(t[4])));
+          continue;
+        }
+        flush();
+        out.push_back(std::move(t));
+      }
+      flush();
+      tokens = std::move(out);
+      return;
+    }
+    case Kind::kFuse: {
+      std::string all;
+      for (const std::string& t : tokens) all += t;
+      tokens.assign(1, std::move(all));
+      return;
+    }
+    case Kind::kStrip:
+      for (std::string& t : tokens) {
+        std::vector<std::pair<char32_t, size_t>> chars;  // (char, byte offset)
+        int len = 0;
+        for (size_t i = 0; i < t.size(); i += static_cast<size_t>(len)) chars.emplace_back(DecodeUtf8(t, i, len), i);
+        size_t start_cut = 0, stop_cut = chars.size();
+        for (size_t i = 0; i < step.strip_start && i < chars.size() && chars[i].first == step.strip_char; ++i) start_cut = i + 1;
+        for (size_t i = 0; i < step.strip_stop && i < chars.size() && chars[chars.size() - 1 - i].first == step.strip_char; ++i) {
+          stop_cut = chars.size() - 1 - i;
+        }
+        if (start_cut >= stop_cut) { t.clear(); continue; }
+        const size_t b = chars[start_cut].second;
+        const size_t e = stop_cut == chars.size() ? t.size() : chars[stop_cut].second;
+        t = t.substr(b, e - b);
+      }
+      return;
+  }
+}
+
+}  // namespace tokenbatch::tokenizer::internal
