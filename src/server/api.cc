@@ -83,6 +83,10 @@ std::string TokenizeBody(const std::vector<std::string>& texts, const std::vecto
   return Dump(out);
 }
 
+std::string DecodeBody(const std::vector<std::string>& texts) { return Dump(json(texts)); }
+
+std::string DetokenizeBody(const std::string& text) { return Dump(json{{"prompt", text}}); }
+
 namespace {
 const char* TeiErrorType(int status) {
   switch (status) {

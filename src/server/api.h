@@ -2,8 +2,8 @@
 // EmbedRequest, format results and errors, map error kinds to status codes.
 //
 // Two flavours share one service: OpenAI (/v1/embeddings: `input`, `model`,
-// `encoding_format`, `dimensions`; errors as {"error": {"message", "type",
-// "param", "code"}}) and TEI (/embed, /tokenize: `inputs`, `normalize`,
+// `encoding_format`, `dimensions`; vLLM's /detokenize; errors as {"error":
+// {"message", "type", "param", "code"}}) and TEI (/embed, /tokenize, /decode: `inputs`, `normalize`,
 // `truncate`, `truncation_direction`, `dimensions`; errors as {"error",
 // "error_type"}). Both embedding routes take vLLM's `priority` (an integer in
 // [-kMaxPriority, kMaxPriority], lower served first, default 0). Status codes: 400 malformed JSON or wrong types, 413 too many
@@ -53,6 +53,12 @@ struct TokenizeRequest {
   bool add_special_tokens = true;
 };
 
+// A request to turn token ids back into text (TEI's /decode, vLLM's /detokenize).
+struct DecodeRequest {
+  std::vector<std::vector<std::uint32_t>> ids;  // one list per text; a list may be empty
+  bool skip_special_tokens = true;
+};
+
 // Parsers: UTF-8 and nesting are checked first (422 and 400), then the JSON.
 [[nodiscard]] std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
                                                                                    const ApiLimits& limits);
@@ -60,11 +66,23 @@ struct TokenizeRequest {
 [[nodiscard]] std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body,
                                                                     const ApiLimits& limits);
 
+// TEI's /decode: {"ids": [id, ...] or [[id, ...], ...], "skip_special_tokens":
+// bool (default true)}. An id must be an integer in [0, 2^32); whether it is in
+// the vocabulary is the tokenizer's to say.
+[[nodiscard]] std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const ApiLimits& limits);
+// vLLM's /detokenize: {"tokens": [id, ...], "model": optional string}; special
+// tokens are kept, as vLLM's tokenizer.decode keeps them.
+[[nodiscard]] std::variant<DecodeRequest, ApiError> ParseDetokenize(std::string_view body, const ApiLimits& limits);
+
 // Response bodies.
 [[nodiscard]] std::string OpenAiEmbeddingsBody(const EmbedResult& result, std::string_view model, bool base64);
 [[nodiscard]] std::string TeiEmbedBody(const EmbedResult& result);
 [[nodiscard]] std::string TokenizeBody(const std::vector<std::string>& texts,
                                        const std::vector<std::vector<TokenInfo>>& tokens);
+// TEI's /decode answer: a JSON array with one string per id list.
+[[nodiscard]] std::string DecodeBody(const std::vector<std::string>& texts);
+// vLLM's /detokenize answer: {"prompt": text}.
+[[nodiscard]] std::string DetokenizeBody(const std::string& text);
 [[nodiscard]] std::string ErrorBody(ApiFlavor flavor, const ApiError& error);
 
 // The HTTP status for a service error, by ErrorKind: QueueFull 429, Oversize 413,

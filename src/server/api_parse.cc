@@ -343,4 +343,75 @@ std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body, con
   return out;
 }
 
+namespace {
+
+// An array of token ids as uint32; `what` names it in errors.
+std::variant<std::vector<std::uint32_t>, ApiError> IdList(element value, const std::string& what) {
+  if (!value.is_array()) return Err(400, absl::StrCat(what, " must be an array of token ids, found ", TypeName(value)));
+  std::vector<std::uint32_t> ids;
+  std::size_t j = 0;
+  const array items = value.get_array().value_unsafe();
+  for (element x : items) {
+    if (x.type() != element_type::INT64 && x.type() != element_type::UINT64) {
+      return Err(400, absl::StrCat(what, " must hold integer token ids, found ", TypeName(x), " at position ", j));
+    }
+    // simdjson types an integer literal as UINT64 only above INT64_MAX.
+    const std::int64_t id = x.type() == element_type::INT64 ? x.get_int64().value_unsafe() : -1;
+    if (id < 0 || id > 0xFFFFFFFFLL) {
+      return Err(422, absl::StrCat(what, " holds a token id out of range at position ", j));
+    }
+    ids.push_back(static_cast<std::uint32_t>(id));
+    ++j;
+  }
+  return ids;
+}
+
+}  // namespace
+
+std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const ApiLimits& limits) {
+  ParsedBody j;
+  if (auto e = j.Parse(body, limits)) return *e;
+  const std::optional<element> value = j.Find("ids");
+  if (!value) return Err(400, "missing required field `ids`");
+  if (!value->is_array()) return Err(400, absl::StrCat("`ids` must be an array, found ", TypeName(*value)));
+  DecodeRequest out;
+  const array items = value->get_array().value_unsafe();
+  if (items.size() == 0 || !items.at(0).value_unsafe().is_array()) {  // one list of ids
+    auto ids = IdList(*value, "`ids`");
+    if (auto* e = std::get_if<ApiError>(&ids)) return *e;
+    out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
+  } else {
+    if (items.size() > limits.max_client_batch_size) {
+      return Err(413, absl::StrCat("`ids` holds ", items.size(), " lists; at most ", limits.max_client_batch_size,
+                                   " are accepted (max_client_batch_size)"));
+    }
+    std::size_t i = 0;
+    for (element e : items) {
+      auto ids = IdList(e, absl::StrCat("`ids`[", i++, "]"));
+      if (auto* err = std::get_if<ApiError>(&ids)) return *err;
+      out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
+    }
+  }
+  std::optional<bool> skip;
+  if (auto e = GetBool(j, "skip_special_tokens", skip)) return *e;
+  out.skip_special_tokens = skip.value_or(true);
+  return out;
+}
+
+std::variant<DecodeRequest, ApiError> ParseDetokenize(std::string_view body, const ApiLimits& limits) {
+  ParsedBody j;
+  if (auto e = j.Parse(body, limits)) return *e;
+  const std::optional<element> value = j.Find("tokens");
+  if (!value) return Err(400, "missing required field `tokens`");
+  if (const std::optional<element> model = j.Find("model"); model && !model->is_string()) {
+    return Err(400, absl::StrCat("`model` must be a string, found ", TypeName(*model)));
+  }
+  auto ids = IdList(*value, "`tokens`");
+  if (auto* e = std::get_if<ApiError>(&ids)) return *e;
+  DecodeRequest out;
+  out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
+  out.skip_special_tokens = false;
+  return out;
+}
+
 }  // namespace tokenbatch::server

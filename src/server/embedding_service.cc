@@ -367,6 +367,27 @@ void EmbeddingService::Tokenize(std::vector<std::string> texts, bool add_special
   if (!posted) (*shared_done)(ShuttingDownError("the server is shutting down"));
 }
 
+void EmbeddingService::Decode(std::vector<std::vector<std::uint32_t>> ids, bool skip_special_tokens,
+                              DecodeCallback done) {
+  auto shared_done = std::make_shared<DecodeCallback>(std::move(done));
+  const tokenizer::Tokenizer* tok = impl_->tokenizer.get();
+  const bool posted = impl_->Post([tok, shared_done, ids = std::move(ids), skip_special_tokens] {
+    std::vector<std::string> out;
+    out.reserve(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      absl::StatusOr<std::string> text = tok->Decode(ids[i], skip_special_tokens);
+      if (!text.ok()) {
+        const absl::string_view m = text.status().message();
+        (*shared_done)(tokenbatch::InvalidArgumentError(absl::StrCat("ids[", i, "]: ", m)));
+        return;
+      }
+      out.push_back(std::move(*text));
+    }
+    (*shared_done)(std::move(out));
+  });
+  if (!posted) (*shared_done)(ShuttingDownError("the server is shutting down"));
+}
+
 void EmbeddingService::Shutdown(ShutdownMode mode) {
   std::call_once(impl_->shutdown_once, [&] {
     impl_->pool->Join();  // every request already received is tokenised and submitted

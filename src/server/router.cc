@@ -75,7 +75,8 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   const Clock::time_point start = Clock::now();
   std::string path = request.target.substr(0, request.target.find('?'));
   const bool is_get = path == "/health" || path == "/info" || path == "/metrics" || path == "/v1/models";
-  const bool known = is_get || path == "/v1/embeddings" || path == "/embed" || path == "/tokenize";
+  const bool known = is_get || path == "/v1/embeddings" || path == "/embed" || path == "/tokenize" ||
+                     path == "/decode" || path == "/detokenize";
   const std::string route = known ? path : "other";
   in_flight_.fetch_add(1);
   // Every answer goes through here: count, log, tag with the request id.
@@ -95,7 +96,7 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     (*shared_respond)(std::move(r));
   };
   const ApiFlavor flavor =
-      path == "/v1/embeddings" || path == "/v1/models" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
+      path == "/v1/embeddings" || path == "/v1/models" || path == "/detokenize" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   if (!known) {
     reply(ErrorReply(flavor, ApiError{404, absl::StrCat("no route for ", request.target)}));
     return {};
@@ -147,6 +148,8 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   std::function<void()> cancel;
   if (path == "/tokenize") {
     Tokenize(std::move(request), std::move(reply));
+  } else if (path == "/decode" || path == "/detokenize") {
+    Decode(std::move(request), std::move(reply), path == "/detokenize");
   } else {
     Embed(std::move(request), std::move(reply), flavor == ApiFlavor::kOpenAi, &cancel);
   }
@@ -208,6 +211,19 @@ void Router::Tokenize(HttpRequest request, Respond reply) {
                        if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
                        reply(HttpReply{.status = 200, .body = TokenizeBody(*texts, *r)});
                      });
+}
+
+void Router::Decode(HttpRequest request, Respond reply, bool vllm) {
+  const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
+  const ApiFlavor flavor = vllm ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
+  auto parsed = vllm ? ParseDetokenize(request.body, limits) : ParseDecode(request.body, limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+  DecodeRequest& r = std::get<DecodeRequest>(parsed);
+  service_->Decode(std::move(r.ids), r.skip_special_tokens,
+                   [reply = std::move(reply), flavor, vllm](absl::StatusOr<std::vector<std::string>> texts) {
+                     if (!texts.ok()) return reply(ErrorReply(flavor, FromStatus(texts.status())));
+                     reply(HttpReply{.status = 200, .body = vllm ? DetokenizeBody(texts->at(0)) : DecodeBody(*texts)});
+                   });
 }
 
 HttpReply Router::Info() const {

@@ -5,6 +5,7 @@
 // the body (api.h), calls the EmbeddingService, and answers through `respond`,
 // exactly once, possibly later and on another thread. Routes:
 //   POST /v1/embeddings (OpenAI)   POST /embed (TEI)   POST /tokenize (TEI)
+//   POST /decode (TEI)   POST /detokenize (vLLM; OpenAI-shaped errors)
 //   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
 // Unknown paths get 404, a known path with another method 405 with an Allow
 // header; 429 answers carry Retry-After. The embedding routes take vLLM's
@@ -76,6 +77,8 @@ class Router {
  private:
   void Embed(HttpRequest request, Respond respond, bool openai, std::function<void()>* cancel);
   void Tokenize(HttpRequest request, Respond respond);
+  // TEI's /decode (`vllm` false) or vLLM's /detokenize (`vllm` true).
+  void Decode(HttpRequest request, Respond respond, bool vllm);
   HttpReply Info() const;
   HttpReply Models() const;
 

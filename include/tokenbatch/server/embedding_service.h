@@ -113,6 +113,13 @@ class EmbeddingService {
   // Tokenises `texts` on the pool; `done` is called exactly once.
   void Tokenize(std::vector<std::string> texts, bool add_special_tokens, TokenizeCallback done);
 
+  // Turns each list of token ids back into text on the pool (Tokenizer::Decode);
+  // `done` is called exactly once, with one string per list or the first error:
+  // InvalidArgument "ids[i]: id N at position K is not in the vocabulary ...",
+  // ShuttingDown.
+  using DecodeCallback = std::function<void(absl::StatusOr<std::vector<std::string>>)>;
+  void Decode(std::vector<std::vector<std::uint32_t>> ids, bool skip_special_tokens, DecodeCallback done);
+
   // Hand-off batching for I/O threads. While a DeferWakeups object lives on a
   // thread, Embed and Tokenize called on that thread queue their work without
   // waking a tokenizer thread; the caller must call WakeTokenizers() after it is

@@ -2,24 +2,32 @@
 //
 // A Tokenizer loads the tokenizer.json that every Hugging Face model ships and
 // encodes text to the same ids as Hugging Face's own `tokenizers` library (the
-// reference for our golden tests). Supported components:
+// reference for our golden tests), and decodes ids back to text as it does.
+// Supported components:
 //   models:          BPE (byte-level or not; merges as "a b" or [a, b];
-//                    ignore_merges; byte_fallback; unk/fuse_unk) and WordPiece
-//   normalizers:     NFC, NFKC, NFD, Lowercase, BertNormalizer, Sequence
+//                    ignore_merges; byte_fallback; unk/fuse_unk), WordPiece, and
+//                    Unigram (SentencePiece's: Viterbi over piece scores, unk_id,
+//                    byte_fallback to <0xNN> pieces)
+//   normalizers:     NFC, NFKC, NFD, NFKD, Lowercase, BertNormalizer, Precompiled
+//                    (SentencePiece's charsmap), Replace, Prepend, Strip, Sequence
 //   pre-tokenizers:  Split (regex or string, all behaviours, invert), ByteLevel,
-//                    BertPreTokenizer, Whitespace, WhitespaceSplit, Sequence
+//                    BertPreTokenizer, Whitespace, WhitespaceSplit, Metaspace
+//                    (replacement, prepend_scheme always/first/never, split),
+//                    Sequence
 //   post-processors: TemplateProcessing (single), BertProcessing,
 //                    RobertaProcessing, ByteLevel, Sequence
+//   decoders:        ByteLevel, WordPiece, Metaspace, BPEDecoder, Replace,
+//                    ByteFallback, Fuse, Strip, Sequence
 //   added tokens:    matched in the raw text before normalisation (or in the
 //                    normalised text for "normalized": true), leftmost-longest,
 //                    with lstrip / rstrip / single_word
-// Anything else (a Unigram model, a Metaspace pre-tokenizer, a Replace
-// normalizer, BPE dropout, ...) is refused at load with an error naming it. Three
-// fields are read but deliberately not applied by Encode/Count: "decoder"
-// (decoding is not offered), "padding" (padding is the batcher's job), and
-// "truncation" (Hugging Face would cut every encoding to its max_length; here the
-// scheduler's policy decides, so the full count is returned and the file's
-// max_length is exposed as FileMaxLength() for use as a limit).
+// Anything else (BPE dropout, a CTC decoder, a Digits pre-tokenizer, ...) is
+// refused at load with an error naming it and its JSON path (e.g. "unsupported
+// normalizer: Foo at normalizer.normalizers[1]"). Two fields are read but
+// deliberately not applied by Encode/Count: "padding" (padding is the batcher's
+// job), and "truncation" (Hugging Face would cut every encoding to its
+// max_length; here the scheduler's policy decides, so the full count is returned
+// and the file's max_length is exposed as FileMaxLength() for use as a limit).
 //
 // Units: ids are vocabulary ids; offsets are byte offsets [begin, end) into the
 // UTF-8 text passed in; lengths and windows are counted in tokens.
@@ -31,10 +39,15 @@
 // thread-local scratch buffers sized to the largest text it has encoded. No
 // method blocks on I/O except FromFile.
 //
-// Exactness: ids equal Hugging Face tokenizers 0.23 on the committed goldens
-// (testdata/tokenizer). Known difference: code points assigned after Unicode 15.0
-// (Debian 12's libutf8proc tables) are classified as unassigned, which changes
-// BertNormalizer's clean_text for them (testdata/tokenizer/exceptions.json).
+// Exactness: ids, offsets and decodings equal Hugging Face tokenizers 0.23 on the
+// committed goldens (testdata/tokenizer) and on the build-time goldens of the
+// SentencePiece family (scripts/tokenizer/generate_build_goldens.py), Unigram
+// scores included: they are read as Hugging Face's JSON parser reads them, last
+// bits and all, since they decide ties. Known differences: code points assigned
+// after Unicode 15.0 (Debian 12's libutf8proc tables) are classified as
+// unassigned, which changes BertNormalizer's clean_text for them
+// (testdata/tokenizer/exceptions.json); Decode refuses ids outside the
+// vocabulary, which Hugging Face drops silently.
 //
 // Invalid UTF-8 input is refused with InvalidArgumentError (kInvalidArgument)
 // naming the byte offset; it is never read past its end nor replaced silently.
