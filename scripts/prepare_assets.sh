@@ -23,12 +23,12 @@ bash scripts/fetch_models.sh
 # Face's tokenizers. Both need the project's Python environment build/venv, which only
 # the tests install: the main job (scripts/main.sh, TOKENBATCH_TEST_ASSETS=0) and any
 # run without build/venv skip this. Idempotent: the stamp holds the sha256 of every
-# input, and when it matches nothing runs; otherwise about 30 s plus 2 minutes (two cores).
+# input, and when it matches nothing runs.
 SP_DIR=build/cache/tokenizers/sentencepiece
 SHARED_TOKENIZERS="${TOKENBATCH_TEST_TOKENIZERS:-../shared/data/tokenizers}"
 if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
   inputs="$(sha256sum scripts/requirements.txt scripts/tokenizer/make_sentencepiece.py \
-    scripts/tokenizer/generate_build_goldens.py scripts/tokenizer/generate_goldens.py scripts/model_requirements.txt \
+    scripts/tokenizer/generate_build_goldens.py scripts/tokenizer/generate_goldens.py scripts/tokenizer_requirements.txt \
     testdata/tokenizer/*.jsonl testdata/tokenizer/variants/*.json testdata/tokenizer/synthetic/*.json \
     $(ls "$SHARED_TOKENIZERS"/*/tokenizer.json 2>/dev/null))"
   if [ ! -f "$SP_DIR/inputs.sha256" ] || [ "$(cat "$SP_DIR/inputs.sha256")" != "$inputs" ]; then

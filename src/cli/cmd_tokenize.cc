@@ -98,11 +98,14 @@ void AddTokenizeCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "tokenize", "Encode JSON Lines {\"text\": ...} (or, with --decode, decode {\"ids\": [...]}) from stdin with a Hugging Face tokenizer.json");
   cmd->add_option("--tokenizer", flags->tokenizer_path, "path to tokenizer.json")->required();
-  cmd->add_flag("--no-special-tokens", flags->no_special_tokens,
-                "do not add the post-processor's special tokens ([CLS]/[SEP], ...)");
-  cmd->add_flag("--decode", flags->decode, "decode: read {\"ids\": [...]} lines, write {\"text\": ...}");
+  CLI::Option* no_special = cmd->add_flag("--no-special-tokens", flags->no_special_tokens,
+                                          "do not add the post-processor's special tokens ([CLS]/[SEP], ...)");
+  CLI::Option* decode =
+      cmd->add_flag("--decode", flags->decode, "decode: read {\"ids\": [...]} lines, write {\"text\": ...}")
+          ->excludes(no_special);
   cmd->add_flag("--keep-special-tokens", flags->keep_special_tokens,
-                "with --decode: keep special tokens in the text (default: skipped, as TEI's /decode)");
+                "with --decode: keep special tokens in the text (default: skipped, as TEI's /decode)")
+      ->needs(decode);
   cmd->callback([flags] {
     const int rc = RunTokenize(*flags);
     if (rc != 0) std::exit(rc);

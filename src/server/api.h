@@ -53,6 +53,12 @@ struct TokenizeRequest {
   bool add_special_tokens = true;
 };
 
+// Most token ids one /decode or /detokenize request may hold, all lists together
+// (more -> 413): decoding builds each id's token text, so the memory a request
+// takes grows with its ids times the vocabulary's longest token, not with the
+// body's bytes; real inputs are a few thousand ids.
+inline constexpr std::size_t kMaxDecodeIds = 1u << 17;
+
 // A request to turn token ids back into text (TEI's /decode, vLLM's /detokenize).
 struct DecodeRequest {
   std::vector<std::vector<std::uint32_t>> ids;  // one list per text; a list may be empty

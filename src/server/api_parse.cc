@@ -366,6 +366,13 @@ std::variant<std::vector<std::uint32_t>, ApiError> IdList(element value, const s
   return ids;
 }
 
+std::optional<ApiError> CheckDecodeSize(const DecodeRequest& r) {
+  std::size_t total = 0;
+  for (const auto& list : r.ids) total += list.size();
+  if (total <= kMaxDecodeIds) return std::nullopt;
+  return Err(413, absl::StrCat("the request holds ", total, " token ids; at most ", kMaxDecodeIds, " are accepted"));
+}
+
 }  // namespace
 
 std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const ApiLimits& limits) {
@@ -392,6 +399,7 @@ std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const A
       out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
     }
   }
+  if (auto e = CheckDecodeSize(out)) return *e;
   std::optional<bool> skip;
   if (auto e = GetBool(j, "skip_special_tokens", skip)) return *e;
   out.skip_special_tokens = skip.value_or(true);
@@ -410,6 +418,7 @@ std::variant<DecodeRequest, ApiError> ParseDetokenize(std::string_view body, con
   if (auto* e = std::get_if<ApiError>(&ids)) return *e;
   DecodeRequest out;
   out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
+  if (auto e = CheckDecodeSize(out)) return *e;
   out.skip_special_tokens = false;
   return out;
 }

@@ -221,7 +221,14 @@ void Router::Decode(HttpRequest request, Respond reply, bool vllm) {
   DecodeRequest& r = std::get<DecodeRequest>(parsed);
   service_->Decode(std::move(r.ids), r.skip_special_tokens,
                    [reply = std::move(reply), flavor, vllm](absl::StatusOr<std::vector<std::string>> texts) {
-                     if (!texts.ok()) return reply(ErrorReply(flavor, FromStatus(texts.status())));
+                     if (!texts.ok()) {
+                       ApiError e = FromStatus(texts.status());
+                       if (vllm && e.status == 422) {  // vLLM answers a bad token id with 400, naming `tokens`
+                         e.status = 400;
+                         if (e.message.rfind("ids[0]: ", 0) == 0) e.message = "`tokens`: " + e.message.substr(8);
+                       }
+                       return reply(ErrorReply(flavor, e));
+                     }
                      reply(HttpReply{.status = 200, .body = vllm ? DetokenizeBody(texts->at(0)) : DecodeBody(*texts)});
                    });
 }

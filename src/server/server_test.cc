@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/escaping.h"
+#include "server/api.h"
 #include "server/test_client.h"
 
 namespace tokenbatch::server {
@@ -203,6 +204,14 @@ TEST_F(ServerTest, DecodeRefusesIdsItCannotDecode) {
   auto floats = Post("/decode", {{"ids", {1.5}}});
   ASSERT_TRUE(floats);
   EXPECT_EQ(floats->status, 400);
+  auto too_many = Post("/decode", {{"ids", std::vector<std::uint32_t>(kMaxDecodeIds + 1, 9707)}});
+  ASSERT_TRUE(too_many);
+  EXPECT_EQ(too_many->status, 413);
+  auto vllm_unknown = Post("/detokenize", {{"tokens", {9707, 4000000}}});
+  ASSERT_TRUE(vllm_unknown);
+  EXPECT_EQ(vllm_unknown->status, 400);  // as vLLM answers
+  EXPECT_THAT(json::parse(vllm_unknown->body)["error"]["message"].get<std::string>(),
+              ::testing::HasSubstr("`tokens`: id 4000000 at position 1"));
   auto missing = Post("/detokenize", {{"prompt", "x"}});
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 400);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
 
@@ -39,10 +40,21 @@ int SequenceLength(std::string_view s, size_t i) {
   return need + 1;
 }
 
-// `s` with every non-overlapping occurrence of `from` (non-empty), scanning left
-// to right, replaced by `to`.
+// `s` with every non-overlapping occurrence of `from`, scanning left to right,
+// replaced by `to`; an empty `from` matches at every character boundary, both
+// ends included (Rust's str::replace, which the decoders use).
 std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
   std::string out;
+  if (from.empty()) {
+    out.append(to);
+    int len = 0;
+    for (size_t i = 0; i < s.size(); i += static_cast<size_t>(len)) {
+      DecodeUtf8(s, i, len);
+      out.append(s.substr(i, static_cast<size_t>(len)));
+      out.append(to);
+    }
+    return out;
+  }
   size_t last = 0;
   for (size_t pos = s.find(from); pos != std::string_view::npos; pos = s.find(from, last)) {
     out.append(s.substr(last, pos - last));
@@ -114,18 +126,10 @@ absl::Status Decoder::ParseInto(const nlohmann::json& j, const std::string& path
     step.flag = j.value("cleanup", true);
   } else if (type == "Metaspace") {
     step.kind = Kind::kMetaspace;
-    step.text = j.at("replacement").get<std::string>();
-    int len = 0;
-    if (step.text.empty() || !ValidateUtf8(step.text).ok() ||
-        (DecodeUtf8(step.text, 0, len), static_cast<size_t>(len) != step.text.size())) {
-      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
-    }
-    const std::string scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>()
-                               : (j.value("add_prefix_space", true) ? "always" : "never");
-    if (scheme != "always" && scheme != "first" && scheme != "never") {
-      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): unknown prepend_scheme ", scheme));
-    }
-    step.flag = scheme != "never";
+    auto options = ParseMetaspaceOptions(j, path);
+    if (!options.ok()) return options.status();
+    step.text = options->replacement;
+    step.flag = options->prepend_scheme != "never";
   } else if (type == "BPEDecoder") {
     step.kind = Kind::kBpe;
     step.text = GetString(j, "suffix", "</w>");
@@ -210,8 +214,9 @@ void Decoder::ApplyStep(const Step& step, std::vector<std::string>& tokens) {
     case Kind::kReplace: {
       std::vector<std::pair<size_t, size_t>> matches;
       for (std::string& t : tokens) {
+        if (t.empty()) continue;  // Hugging Face: no match in an empty string
         matches.clear();
-        step.regex->FindAll(t, matches);
+        step.regex->FindAll(t, matches, /*report_empty=*/true);
         if (matches.empty()) continue;
         std::string out;
         size_t last = 0;

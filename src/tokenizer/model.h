@@ -64,28 +64,21 @@ class Model {
   // The vocabulary token of `id` as written in tokenizer.json, or nullopt when no
   // entry has that id.
   [[nodiscard]] std::optional<std::string_view> IdToToken(uint32_t id) const {
-    if (id >= tokens_by_id_.size() || !has_id_[id]) return std::nullopt;
-    return tokens_by_id_[id];
+    auto it = tokens_by_id_.find(id);
+    if (it == tokens_by_id_.end()) return std::nullopt;
+    return it->second;
   }
 
   // Number of entries in the model's vocabulary (added tokens not included).
   [[nodiscard]] virtual size_t VocabSize() const = 0;
 
  protected:
-  // Records `token` as the text of `id` (for IdToToken). Requires id < kMaxVocabId
-  // (the parsers refuse larger ids).
-  void SetTokenOfId(uint32_t id, std::string_view token) {
-    if (id >= tokens_by_id_.size()) {
-      tokens_by_id_.resize(id + 1);
-      has_id_.resize(id + 1, false);
-    }
-    tokens_by_id_[id] = std::string(token);
-    has_id_[id] = true;
-  }
+  // Records `token` as the text of `id` (for IdToToken); a later call for the
+  // same id replaces it. A map, not a vector: ids in a file may be sparse.
+  void SetTokenOfId(uint32_t id, std::string_view token) { tokens_by_id_.insert_or_assign(id, std::string(token)); }
 
  private:
-  std::vector<std::string> tokens_by_id_;
-  std::vector<bool> has_id_;
+  absl::flat_hash_map<uint32_t, std::string> tokens_by_id_;
 };
 
 }  // namespace tokenbatch::tokenizer::internal

@@ -223,8 +223,9 @@ void Normalizer::ApplyStep(const Step& step, NormalizedText& io, bool align) {
     case Kind::kNfkd: ApplyUnicodeForm(io, align, true, true); return;
     case Kind::kPrecompiled: step.charsmap->Apply(io, align); return;
     case Kind::kReplace: {
+      if (io.text.empty()) return;  // Hugging Face: no match in an empty string
       std::vector<std::pair<size_t, size_t>> matches;
-      step.regex->FindAll(io.text, matches);
+      step.regex->FindAll(io.text, matches, /*report_empty=*/true);
       ReplaceRanges(io, matches, step.text, align);
       return;
     }

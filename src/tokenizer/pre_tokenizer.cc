@@ -44,6 +44,28 @@ void Emit(const Word& w, size_t b, size_t e, std::vector<Word>& out) {
 
 }  // namespace
 
+absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const nlohmann::json& j, const std::string& path) {
+  MetaspaceOptions out;
+  out.replacement = j.at("replacement").get<std::string>();
+  int len = 0;
+  if (out.replacement.empty() || !ValidateUtf8(out.replacement).ok() ||
+      (DecodeUtf8(out.replacement, 0, len), static_cast<size_t>(len) != out.replacement.size())) {
+    return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
+  }
+  out.prepend_scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>() : "always";
+  if (out.prepend_scheme != "always" && out.prepend_scheme != "first" && out.prepend_scheme != "never") {
+    return InvalidArgumentError(absl::StrCat(path, " (Metaspace): unknown prepend_scheme ", out.prepend_scheme));
+  }
+  // The older add_prefix_space field: false requires prepend_scheme "never".
+  if (j.contains("add_prefix_space") && !j.at("add_prefix_space").is_null() && !j.at("add_prefix_space").get<bool>() &&
+      out.prepend_scheme != "never") {
+    return InvalidArgumentError(absl::StrCat(path, " (Metaspace): add_prefix_space false contradicts prepend_scheme ",
+                                             out.prepend_scheme));
+  }
+  out.split = j.contains("split") && !j.at("split").is_null() ? j.at("split").get<bool>() : true;
+  return out;
+}
+
 absl::StatusOr<PreTokenizer> PreTokenizer::Parse(const nlohmann::json& j) {
   PreTokenizer p;
   if (!j.is_null()) {
@@ -98,25 +120,13 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string&
     byte_level = true;
   } else if (type == "Metaspace") {
     step.kind = Kind::kMetaspace;
-    const std::string replacement = j.at("replacement").get<std::string>();
-    int len = 0;
-    if (replacement.empty() || !ValidateUtf8(replacement).ok() ||
-        (DecodeUtf8(replacement, 0, len), static_cast<size_t>(len) != replacement.size())) {
-      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
-    }
-    step.replacement = replacement;
-    // Older files say add_prefix_space instead of prepend_scheme.
-    const std::string scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>()
-                               : (j.value("add_prefix_space", true) ? "always" : "never");
-    if (j.contains("add_prefix_space") && !j.at("add_prefix_space").is_null() && !j.at("add_prefix_space").get<bool>() &&
-        scheme != "never") {
-      return InvalidArgumentError(absl::StrCat(path, " (Metaspace): add_prefix_space false contradicts prepend_scheme"));
-    }
-    if (scheme == "always") step.prepend = Prepend::kAlways;
-    else if (scheme == "first") step.prepend = Prepend::kFirst;
-    else if (scheme == "never") step.prepend = Prepend::kNever;
-    else return InvalidArgumentError(absl::StrCat(path, " (Metaspace): unknown prepend_scheme ", scheme));
-    step.split = j.contains("split") && !j.at("split").is_null() ? j.at("split").get<bool>() : true;
+    auto options = ParseMetaspaceOptions(j, path);
+    if (!options.ok()) return options.status();
+    step.replacement = options->replacement;
+    step.prepend = options->prepend_scheme == "always" ? Prepend::kAlways
+                   : options->prepend_scheme == "first" ? Prepend::kFirst
+                                                        : Prepend::kNever;
+    step.split = options->split;
   } else if (type == "BertPreTokenizer") {
     step.kind = Kind::kBert;
   } else if (type == "WhitespaceSplit") {

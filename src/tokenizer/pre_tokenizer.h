@@ -31,6 +31,18 @@ struct Word {
   bool prefix_space = false;
 };
 
+// The options of a Metaspace component (pre-tokenizer and decoder alike), as
+// Hugging Face reads them: prepend_scheme defaults to "always", and the older
+// add_prefix_space false is accepted only beside prepend_scheme "never".
+struct MetaspaceOptions {
+  std::string replacement;     // one character, UTF-8
+  std::string prepend_scheme;  // "always", "first" or "never"
+  bool split = true;
+};
+// InvalidArgumentError naming `path` for a replacement that is not one
+// character, an unknown scheme or a contradiction; json exceptions for wrong types.
+[[nodiscard]] absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const nlohmann::json& j, const std::string& path);
+
 class PreTokenizer {
  public:
   // Parses the "pre_tokenizer" field (null means the whole piece is one word).

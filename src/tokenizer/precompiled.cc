@@ -54,7 +54,9 @@ absl::StatusOr<PrecompiledCharsmap> PrecompiledCharsmap::Parse(std::string_view 
     while (!stack.empty()) {
       const Item it = stack.back();
       stack.pop_back();
-      if (++visits > 64 * n + 1024) return InvalidArgumentError("precompiled_charsmap trie is cyclic");
+      if (++visits > 64 * n + 1024) {
+        return InvalidArgumentError("precompiled_charsmap trie reaches more nodes than it has units (a cycle)");
+      }
       for (uint32_t label = 1; label < 256; ++label) {
         const uint32_t child = it.pos ^ label;
         if (child >= n || Label(map.units_[child]) != label) continue;
@@ -69,7 +71,9 @@ absl::StatusOr<PrecompiledCharsmap> PrecompiledCharsmap::Parse(std::string_view 
   }
   for (int c = 1; c < 128; ++c) {
     const char ch = static_cast<char>(c);
-    map.ascii_[c] = map.Transform(std::string_view(&ch, 1));
+    if (const auto r = map.Transform(std::string_view(&ch, 1))) {
+      map.ascii_[c] = {true, static_cast<uint32_t>(r->data() - map.blob_.data()), static_cast<uint32_t>(r->size())};
+    }
   }
   return map;
 }
@@ -132,8 +136,8 @@ void PrecompiledCharsmap::Apply(NormalizedText& io, bool align) const {
     char32_t c = DecodeUtf8(s, g, len);
     size_t e = g + static_cast<size_t>(len);
     if (c < 0x80 && (e == s.size() || (static_cast<unsigned char>(s[e]) < 0x80 && !(c == '\r' && s[e] == '\n')))) {
-      if (ascii_[c]) {
-        replace(std::string_view(s).substr(g, 1), *ascii_[c]);
+      if (const Replacement& r = ascii_[c]; r.present) {
+        replace(std::string_view(s).substr(g, 1), std::string_view(blob_).substr(r.offset, r.size));
       } else {
         changes.push_back({c, 0});
       }

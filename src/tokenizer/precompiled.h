@@ -35,18 +35,26 @@ class PrecompiledCharsmap {
   [[nodiscard]] static absl::StatusOr<PrecompiledCharsmap> Parse(std::string_view bytes);
 
   // The replacement of the shortest key that `chunk` starts with, or nullopt.
+  // The view points into this object's replacement blob: valid while it lives.
   [[nodiscard]] std::optional<std::string_view> Transform(std::string_view chunk) const;
 
   // Normalises io (valid UTF-8) grapheme by grapheme; see the file comment.
+  // Recomputes io's per-byte alignments to the original text when `align`.
   void Apply(NormalizedText& io, bool align) const;
 
  private:
+  // A replacement as a place in blob_ (not a view: the object moves).
+  struct Replacement {
+    bool present = false;
+    uint32_t offset = 0;
+    uint32_t size = 0;
+  };
   std::vector<uint32_t> units_;
   std::string blob_;
   // The replacement of each ASCII character standing alone, computed once:
   // most text is ASCII, and an ASCII character followed by another ASCII
   // character (other than CR LF) is a grapheme of its own.
-  std::optional<std::string_view> ascii_[128];
+  Replacement ascii_[128];
 };
 
 }  // namespace tokenbatch::tokenizer::internal

@@ -46,11 +46,12 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) 
 
 Regex::~Regex() { onig_free(static_cast<OnigRegex>(regex_)); }
 
-void Regex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
+void Regex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>& out, bool report_empty) const {
   thread_local RegionHolder holder;
   const auto* begin = reinterpret_cast<const OnigUChar*>(text.data());
   const auto* end = begin + text.size();
   const OnigUChar* pos = begin;
+  size_t last_end = SIZE_MAX;  // end of the last reported match
   while (pos <= end) {
     const int r = onig_search(static_cast<OnigRegex>(regex_), begin, end, pos, end, holder.region,
                               ONIG_OPTION_NONE);
@@ -59,10 +60,15 @@ void Regex::FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>
     const auto me = static_cast<size_t>(holder.region->end[0]);
     if (me > mb) {
       out.emplace_back(mb, me);
+      last_end = me;
       pos = begin + me;
     } else {
-      if (pos == end) break;
-      pos += ONIGENC_MBC_ENC_LEN(ONIG_ENCODING_UTF8, pos);  // skip one code point
+      if (report_empty && mb != last_end) {
+        out.emplace_back(mb, mb);
+        last_end = mb;
+      }
+      if (begin + mb >= end) break;
+      pos = begin + mb + ONIGENC_MBC_ENC_LEN(ONIG_ENCODING_UTF8, begin + mb);  // skip one code point
     }
   }
 }

@@ -28,9 +28,11 @@ class Regex {
 
   // Appends to `out` the [begin, end) byte ranges (relative to `text`) of all
   // non-overlapping leftmost matches, scanning left to right. An empty match
-  // advances the scan by one code point and is not reported. `text` must be
-  // valid UTF-8.
-  void FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
+  // advances the scan by one code point; it is reported only with
+  // `report_empty`, and then not when it starts where the previous match ended
+  // (the `onig` crate's find_iter, which Hugging Face's Replace uses). `text`
+  // must be valid UTF-8.
+  void FindAll(std::string_view text, std::vector<std::pair<size_t, size_t>>& out, bool report_empty = false) const;
 
  private:
   explicit Regex(void* regex) : regex_(regex) {}

@@ -1,7 +1,7 @@
 // The SentencePiece-family components on small hand-made tokenizers whose right
-// answers can be derived by hand (sentencepiece_golden_test.cc compares real and
-// trained files against Hugging Face), plus bad input: malformed Unigram
-// vocabularies, corrupted Precompiled charsmaps, unknown ids in Decode.
+// answers can be derived by hand (build_golden_test.cc compares real and trained
+// files against Hugging Face), plus bad input: malformed Unigram vocabularies,
+// corrupted Precompiled charsmaps, unknown ids in Decode.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -66,15 +66,13 @@ TEST(UnigramTest, ViterbiPicksTheHighestScoringSegmentation) {
 }
 
 TEST(UnigramTest, EqualScoresKeepTheFirstCandidateFound) {
-  // "▁ab" as ▁a + b or ▁ + ab, both -2: the path ending in b is found first
-  // from position 0 (▁a) ... both end at 4 (bytes); ▁a+b is built from start 3,
-  // ▁+ab from start 3 too, the shorter first piece wins by order of discovery.
+  // "▁ab" (bytes: ▁ [0, 3), a [3, 4), b [4, 5)) is ▁ + ab or ▁a + b, both -2.
+  // Positions are visited left to right, so the path ending in "ab" (from 3)
+  // reaches the end before the one ending in "b" (from 4), and a tie keeps it.
   auto tok = FromJson(UnigramJson({{"<unk>", 0}, {"\u2581a", -1}, {"b", -1}, {"\u2581", -1}, {"ab", -1}}));
   ASSERT_NE(tok, nullptr);
   auto enc = tok->Encode("ab", {.add_special_tokens = false, .with_offsets = false});
   ASSERT_TRUE(enc.ok());
-  // At end 5 the candidates arrive from start 3 (▁ + "ab"... no: "ab" starts at
-  // byte 3) and from start 4 ("b" after "▁a"); start 3 is visited first.
   EXPECT_THAT(enc->ids, ElementsAre(3, 4));
 }
 
@@ -147,6 +145,11 @@ TEST(MetaspaceTest, PrependSchemesAndSplit) {
   EXPECT_THAT(LoadError(j), HasSubstr("pre_tokenizer (Metaspace): unknown prepend_scheme sometimes"));
   j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "ab"}};
   EXPECT_THAT(LoadError(j), HasSubstr("replacement must be one character"));
+  // The older add_prefix_space: false needs prepend_scheme "never" (which is not the default).
+  j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", false}};
+  EXPECT_THAT(LoadError(j), HasSubstr("add_prefix_space false contradicts prepend_scheme always"));
+  j["pre_tokenizer"]["prepend_scheme"] = "never";
+  EXPECT_NE(FromJson(j), nullptr);
 }
 
 TEST(DecodeTest, UnknownIdsAreAnErrorNamingThePosition) {
@@ -182,6 +185,63 @@ TEST(DecodeTest, ByteFallbackFuseAndStripDecoders) {
   EXPECT_EQ(*tok->Decode(enc->ids), "a \xC3\xA9");
   // Bytes that are not UTF-8 become one U+FFFD each.
   EXPECT_EQ(*tok->Decode({2, 3 + 0xC3, 2}), "a\xEF\xBF\xBD" "a");
+}
+
+TEST(ReplaceTest, EmptyMatchesInsertTheContentAsHuggingFaceDoes) {
+  // Expected ids and offsets from Hugging Face tokenizers 0.23.2 on the same JSON.
+  auto j = UnigramJson({{"<unk>", 0}, {"-", -1}, {"a", -1}, {"b", -1}});
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"Regex", "x*"}}}, {"content", "-"}};
+  j["pre_tokenizer"] = nullptr;
+  j["decoder"] = nullptr;
+  auto tok = FromJson(j);
+  ASSERT_NE(tok, nullptr);
+  auto ab = tok->Encode("ab");
+  ASSERT_TRUE(ab.ok());
+  EXPECT_THAT(ab->ids, ElementsAre(1, 2, 1, 3, 1));
+  EXPECT_EQ(ab->offsets, (Offsets{{0, 0}, {0, 1}, {0, 1}, {1, 2}, {1, 2}}));
+  auto axxb = tok->Encode("axxb");
+  ASSERT_TRUE(axxb.ok());
+  EXPECT_THAT(axxb->ids, ElementsAre(1, 2, 1, 3, 1));  // no empty match right after "xx"
+  EXPECT_EQ(axxb->offsets, (Offsets{{0, 0}, {0, 1}, {2, 3}, {3, 4}, {3, 4}}));
+  EXPECT_TRUE(tok->Encode("")->ids.empty());
+}
+
+TEST(DecodeTest, AnEmptyBpeSuffixMatchesEveryCharacterBoundary) {
+  auto j = UnigramJson({{"<unk>", 0}, {"a", -1}, {"bc", -1}});
+  j["decoder"] = {{"type", "BPEDecoder"}, {"suffix", ""}};
+  auto tok = FromJson(j);
+  ASSERT_NE(tok, nullptr);
+  // Rust's str::replace("", " ") puts a space at every boundary of every token but the last.
+  EXPECT_EQ(*tok->Decode({1, 1}, false), " a a");
+  EXPECT_EQ(*tok->Decode({2, 1, 2}, false), " b c  a bc");
+}
+
+// A hand-built darts-clone charsmap mapping "a" to "b": root unit 0 leads to
+// node 1; label 'a' sits at 1 ^ 'a' = 96 with a leaf whose value unit is at
+// 96 ^ 98 = 2; the replacement blob is "b\0" (small enough to live inside a
+// std::string object, so a view kept into it would dangle once the map moves).
+std::string TinyCharsmap() {
+  std::vector<uint32_t> units(97, 0);
+  units[0] = 1u << 10;                                 // offset 1
+  units[96] = (98u << 10) | (1u << 8) | 'a';           // offset 98, has a leaf, label 'a'
+  units[2] = 0x80000000u;                              // leaf: value 0 (blob offset 0)
+  std::string bytes;
+  const auto put = [&](uint32_t v) { for (int k = 0; k < 4; ++k) bytes.push_back(static_cast<char>((v >> (8 * k)) & 0xFF)); };
+  put(static_cast<uint32_t>(units.size() * 4));
+  for (const uint32_t u : units) put(u);
+  bytes.append("b", 2);  // "b" and its NUL
+  return bytes;
+}
+
+TEST(PrecompiledTest, ATinyCharsmapRewritesAfterTheTokenizerMoves) {
+  auto j = UnigramJson({{"<unk>", 0}, {"\u2581", -1}, {"a", -1}, {"b", -1}, {"n", -1}});
+  j["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", absl::Base64Escape(TinyCharsmap())}};
+  auto tok = FromJson(j);
+  ASSERT_NE(tok, nullptr);
+  auto enc = tok->Encode("banana", {.add_special_tokens = false});
+  ASSERT_TRUE(enc.ok());
+  EXPECT_THAT(enc->ids, ElementsAre(1, 3, 3, 4, 3, 4, 3));  // ▁ b b n b n b
+  EXPECT_EQ(*tok->Decode(enc->ids), "bbnbnb");
 }
 
 // The charsmap of a real SentencePiece tokenizer (fetched by scripts/fetch_models.sh).

@@ -5,6 +5,7 @@
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 #include <fstream>
+#include <new>
 #include <limits>
 #include <sstream>
 #include <utility>
@@ -29,8 +30,11 @@ using internal::Word;
 namespace {
 
 absl::Status UnencodableWord(std::string_view word) {
-  return InvalidArgumentError(absl::StrCat("the model has no piece for a character of \"", std::string(word),
-                                           "\" and no unk token (Unigram without unk_id)"));
+  // At most the first 64 bytes of the word, cut at a character boundary.
+  size_t n = std::min<size_t>(word.size(), 64);
+  while (n < word.size() && n > 0 && (static_cast<unsigned char>(word[n]) & 0xC0) == 0x80) --n;
+  return InvalidArgumentError(absl::StrCat("the model has no piece for a character of \"", std::string(word.substr(0, n)),
+                                           n < word.size() ? "...": "", "\" and no unk token (Unigram without unk_id)"));
 }
 
 // Copies bytes [b, e) of `from` into `to`, with their alignments when `align`.
@@ -99,6 +103,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
     }
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(absl::StrCat("malformed tokenizer.json: ", e.what()));
+  } catch (const std::bad_alloc&) {
+    return InvalidArgumentError("tokenizer.json needs more memory than is available");
   }
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(impl)));
 }

@@ -81,9 +81,9 @@ void ReplaceRanges(NormalizedText& io, const std::vector<std::pair<size_t, size_
                      io.end.begin() + static_cast<std::ptrdiff_t>(mb));
     }
     out.text.append(content);
-    if (align) {
-      out.begin.resize(out.text.size(), io.begin[me - 1]);
-      out.end.resize(out.text.size(), io.end[me - 1]);
+    if (align) {  // the byte before the match's end; (base, base) for an empty match at 0
+      out.begin.resize(out.text.size(), me > 0 ? io.begin[me - 1] : io.base);
+      out.end.resize(out.text.size(), me > 0 ? io.end[me - 1] : io.base);
     }
     last = me;
   }

@@ -4,7 +4,8 @@
 // components (Precompiled, Replace, Prepend, Strip, Metaspace) depend on these
 // rules, quirks included, so they are reproduced rather than improved.
 //
-// Pure functions; thread-safe.
+// Stateless functions: each changes only the NormalizedText it is given, so
+// calls on different objects may run on different threads at once.
 #pragma once
 
 #include <cstddef>
@@ -32,8 +33,9 @@ struct CharChange {
 void ApplyChanges(NormalizedText& io, const std::vector<CharChange>& changes, size_t initial_removed, bool align);
 
 // Replaces every match of `matches` (sorted, non-overlapping [begin, end) byte
-// ranges of io.text) with `content`; each inserted byte takes the alignment of
-// the last byte of its match (Hugging Face's NormalizedString::replace).
+// ranges of io.text, possibly empty) with `content`; each inserted byte takes
+// the alignment of the byte before the match's end (Hugging Face's
+// NormalizedString::replace).
 void ReplaceRanges(NormalizedText& io, const std::vector<std::pair<size_t, size_t>>& matches,
                    std::string_view content, bool align);
 

@@ -22,8 +22,8 @@ constexpr double kUnknownPenalty = 10.0;
 // The double Hugging Face's loader holds for a score written as `written`.
 // serde_json (tokenizers' JSON parser, without its float_roundtrip feature) does
 // not round decimal numbers correctly: it converts the decimal significand to a
-// double and divides (or multiplies) by a power of ten, rounding twice, so about
-// one score in six comes out one ulp away from the correctly rounded value that
+// double and divides (or multiplies) by a power of ten, rounding twice, so many
+// scores come out one ulp away from the correctly rounded value that
 // nlohmann-json gives. Viterbi ties between equal-scoring segmentations are
 // decided by those last bits, so the scores are re-derived the same way. The
 // digits are the shortest ones that round-trip, which is what every tokenizer.json
@@ -46,7 +46,11 @@ double AsHuggingFaceParsesIt(double written) {
     } else if (*p == '.') {
       fraction = true;
     } else if (*p == 'e') {
-      exponent += std::atoi(p + 1);
+      int written_exponent = 0;
+      const char* digits = p + 1;
+      if (digits != end && *digits == '+') ++digits;  // from_chars takes '-' but not '+'
+      std::from_chars(digits, end, written_exponent);
+      exponent += written_exponent;
       break;
     } else {
       significand = significand * 10 + static_cast<uint64_t>(*p - '0');
@@ -106,6 +110,7 @@ absl::StatusOr<std::unique_ptr<Model>> Unigram::Create(const nlohmann::json& j) 
     min_score = std::min(min_score, score);
   }
   if (auto it = j.find("unk_id"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return InvalidArgumentError("Unigram unk_id is not an integer");
     const auto unk = it->get<int64_t>();
     if (unk < 0 || static_cast<size_t>(unk) >= u->pieces_.size()) {
       return InvalidArgumentError(absl::StrCat("Unigram unk_id ", unk, " is not in the vocab of ", u->pieces_.size(), " pieces"));
@@ -125,11 +130,8 @@ absl::StatusOr<std::unique_ptr<Model>> Unigram::Create(const nlohmann::json& j) 
 }
 
 void Unigram::BuildTrie() {
-  // Insert the pieces in byte order, so that each node's children are created
-  // with increasing labels and stay contiguous: a breadth-free construction
-  // where a node's edges are appended when its first child is made requires
-  // children grouped by parent, which sorting guarantees per level only; so
-  // build a pointer trie first, then flatten it.
+  // A pointer trie first, then flattened: each node's children become one
+  // contiguous run of labels sorted by byte.
   struct Temp {
     std::vector<std::pair<uint8_t, uint32_t>> children;
     int32_t piece = -1;

@@ -121,7 +121,7 @@ class EmbeddingService {
   void Decode(std::vector<std::vector<std::uint32_t>> ids, bool skip_special_tokens, DecodeCallback done);
 
   // Hand-off batching for I/O threads. While a DeferWakeups object lives on a
-  // thread, Embed and Tokenize called on that thread queue their work without
+  // thread, Embed, Tokenize and Decode called on that thread queue their work without
   // waking a tokenizer thread; the caller must call WakeTokenizers() after it is
   // destroyed (an I/O thread does so once per burst of requests, so a burst
   // costs one wake-up). Not copyable; nests.

@@ -136,8 +136,10 @@ class Tokenizer {
   [[nodiscard]] size_t NumSpecialTokens(bool add_special_tokens = true) const;
 
   // Turns ids back into text, as Hugging Face tokenizers' `decode` does: each id
-  // becomes its token (an added token's content, else the model's vocabulary
-  // entry); with `skip_special_tokens`, added tokens marked "special" are dropped;
+  // becomes its token (an added token's content, normalised for a "normalized"
+  // one, else the model's vocabulary entry); with `skip_special_tokens`, every
+  // token whose text equals the content of an added token marked "special" is
+  // dropped (matching is by text, as in Hugging Face);
   // then the file's "decoder" runs (ByteLevel, WordPiece, Metaspace, BPEDecoder,
   // Replace, ByteFallback, Fuse, Strip, Sequence), or, without one, the tokens
   // are joined with spaces. Bytes that do not form valid UTF-8 (a byte-level id
