@@ -27,17 +27,10 @@
 namespace tokenbatch::tokenizer {
 namespace {
 
+using testing::ReadJsonl;
+
 const std::string kGoldenDir = std::string(TOKENBATCH_SENTENCEPIECE_DIR) + "/golden";
 
-std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  }
-  return out;
-}
 
 // The tokenizer.json of a golden's tokenizer.
 std::string JsonOf(const std::string& name) {

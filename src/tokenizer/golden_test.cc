@@ -23,19 +23,12 @@
 namespace tokenbatch::tokenizer {
 namespace {
 
+using testing::ReadJsonl;
+
 using testing::ReadFile;
 using testing::TokenizerJson;
 const std::string kData = testing::kTokenizerTestData;
 
-std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  }
-  return out;
-}
 
 // Same hash as generate_goldens.py: FNV-1a 64 folding one 32-bit value at a time.
 std::string HashIds(const std::vector<uint32_t>& ids) {

@@ -38,6 +38,16 @@ nlohmann::json UnigramJson(const std::vector<std::pair<std::string, double>>& pi
           {"model", {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab}, {"byte_fallback", byte_fallback}}}};
 }
 
+// `pieces` followed by SentencePiece's 256 byte pieces "<0x00>" .. "<0xFF>" (score 0).
+std::vector<std::pair<std::string, double>> WithBytePieces(std::vector<std::pair<std::string, double>> pieces) {
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "<0x%02X>", b);
+    pieces.emplace_back(name, 0);
+  }
+  return pieces;
+}
+
 std::unique_ptr<Tokenizer> FromJson(const nlohmann::json& j) {
   auto tok = Tokenizer::FromJson(j.dump());
   EXPECT_TRUE(tok.ok()) << tok.status();
@@ -86,13 +96,7 @@ TEST(UnigramTest, UnknownCharactersAreFusedIntoOneToken) {
 }
 
 TEST(UnigramTest, ByteFallbackGivesEveryByteTheWholeUnknownTextsOffsets) {
-  std::vector<std::pair<std::string, double>> pieces{{"<unk>", 0}, {"\u2581", -1}, {"a", -1}};
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    pieces.emplace_back(name, 0);
-  }
-  auto tok = FromJson(UnigramJson(pieces, /*byte_fallback=*/true));
+  auto tok = FromJson(UnigramJson(WithBytePieces({{"<unk>", 0}, {"\u2581", -1}, {"a", -1}}), /*byte_fallback=*/true));
   ASSERT_NE(tok, nullptr);
   auto enc = tok->Encode("a\xC3\xA9\xC3\xA8");  // a é è
   ASSERT_TRUE(enc.ok());
@@ -165,13 +169,7 @@ TEST(DecodeTest, UnknownIdsAreAnErrorNamingThePosition) {
 }
 
 TEST(DecodeTest, ByteFallbackFuseAndStripDecoders) {
-  std::vector<std::pair<std::string, double>> pieces{{"<unk>", 0}, {"\u2581", -1}, {"a", -1}};
-  for (int b = 0; b < 256; ++b) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "<0x%02X>", b);
-    pieces.emplace_back(name, 0);
-  }
-  auto j = UnigramJson(pieces, true);
+  auto j = UnigramJson(WithBytePieces({{"<unk>", 0}, {"\u2581", -1}, {"a", -1}}), true);
   // Llama's decoder: ▁ -> space, bytes back to text, one string, one leading space off.
   j["decoder"] = {{"type", "Sequence"},
                   {"decoders", {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "testing/tokenizer_data.h"
@@ -24,6 +25,18 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// The JSON values of a JSON Lines file, one per non-empty line (none when it
+// cannot be read); throws nlohmann::json::parse_error on a malformed line.
+inline std::vector<nlohmann::json> ReadJsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
 }
 
 // The tokenizer.json of a base tokenizer or of a variant (base + replaced fields).
