@@ -1,12 +1,13 @@
 // Tokenizer: the encode pipeline of Hugging Face tokenizers for one sequence:
 //   added tokens cut out of the raw text -> normalizer on each remaining piece ->
-//   normalised added tokens cut out -> pre-tokenizer -> model on each word
-//   (through the word cache) -> post-processor special tokens.
+//   normalised added tokens cut out -> pre-tokenizer (which may rewrite the
+//   piece: Metaspace) -> model on each word (through the word cache) ->
+//   post-processor special tokens. Decoding is in decode.cc.
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 #include <fstream>
-#include <new>
 #include <limits>
+#include <new>
 #include <sstream>
 #include <utility>
 
