@@ -63,6 +63,7 @@ inline constexpr std::size_t kMaxDecodeIds = 1u << 17;
 struct DecodeRequest {
   std::vector<std::vector<std::uint32_t>> ids;  // one list per text; a list may be empty
   bool skip_special_tokens = true;
+  bool batch = false;  // `ids` was a list of lists (TEI answers the same either way)
 };
 
 // Parsers: UTF-8 and nesting are checked first (422 and 400), then the JSON.

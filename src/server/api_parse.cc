@@ -356,9 +356,12 @@ std::variant<std::vector<std::uint32_t>, ApiError> IdList(element value, const s
       return Err(400, absl::StrCat(what, " must hold integer token ids, found ", TypeName(x), " at position ", j));
     }
     // simdjson types an integer literal as UINT64 only above INT64_MAX.
-    const std::int64_t id = x.type() == element_type::INT64 ? x.get_int64().value_unsafe() : -1;
+    if (x.type() == element_type::UINT64) {
+      return Err(422, absl::StrCat(what, " holds a token id out of range [0, 2^32) at position ", j));
+    }
+    const std::int64_t id = x.get_int64().value_unsafe();
     if (id < 0 || id > 0xFFFFFFFFLL) {
-      return Err(422, absl::StrCat(what, " holds a token id out of range at position ", j));
+      return Err(422, absl::StrCat(what, " holds token id ", id, ", out of range [0, 2^32), at position ", j));
     }
     ids.push_back(static_cast<std::uint32_t>(id));
     ++j;
@@ -388,6 +391,7 @@ std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const A
     if (auto* e = std::get_if<ApiError>(&ids)) return *e;
     out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
   } else {
+    out.batch = true;
     if (items.size() > limits.max_client_batch_size) {
       return Err(413, absl::StrCat("`ids` holds ", items.size(), " lists; at most ", limits.max_client_batch_size,
                                    " are accepted (max_client_batch_size)"));

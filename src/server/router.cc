@@ -217,16 +217,22 @@ void Router::Decode(HttpRequest request, Respond reply, bool vllm) {
   const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
   const ApiFlavor flavor = vllm ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   auto parsed = vllm ? ParseDetokenize(request.body, limits) : ParseDecode(request.body, limits);
-  if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    if (vllm && e->status == 422) e->status = 400;  // vLLM answers every bad request with 400
+    return reply(ErrorReply(flavor, *e));
+  }
   DecodeRequest& r = std::get<DecodeRequest>(parsed);
+  // The service names the list as "ids[i]"; a single list is `ids` (TEI) or `tokens` (vLLM).
+  const std::string single_name = r.batch ? "" : (vllm ? "`tokens`: " : "`ids`: ");
   service_->Decode(std::move(r.ids), r.skip_special_tokens,
-                   [reply = std::move(reply), flavor, vllm](absl::StatusOr<std::vector<std::string>> texts) {
+                   [reply = std::move(reply), flavor, vllm, single_name](
+                       absl::StatusOr<std::vector<std::string>> texts) {
                      if (!texts.ok()) {
                        ApiError e = FromStatus(texts.status());
-                       if (vllm && e.status == 422) {  // vLLM answers a bad token id with 400, naming `tokens`
-                         e.status = 400;
-                         if (e.message.rfind("ids[0]: ", 0) == 0) e.message = "`tokens`: " + e.message.substr(8);
+                       if (!single_name.empty() && e.message.rfind("ids[0]: ", 0) == 0) {
+                         e.message = single_name + e.message.substr(8);
                        }
+                       if (vllm && e.status == 422) e.status = 400;
                        return reply(ErrorReply(flavor, e));
                      }
                      reply(HttpReply{.status = 200, .body = vllm ? DetokenizeBody(texts->at(0)) : DecodeBody(*texts)});

@@ -195,9 +195,18 @@ TEST_F(ServerTest, DecodeRefusesIdsItCannotDecode) {
   EXPECT_EQ(unknown->status, 422);
   EXPECT_THAT(json::parse(unknown->body)["error"].get<std::string>(),
               ::testing::HasSubstr("ids[1]: id 4000000 at position 1 is not in the vocabulary"));
+  auto single = Post("/decode", {{"ids", {9707, 4000000}}});
+  ASSERT_TRUE(single);
+  EXPECT_EQ(single->status, 422);
+  EXPECT_THAT(json::parse(single->body)["error"].get<std::string>(),
+              ::testing::HasSubstr("`ids`: id 4000000 at position 1 is not in the vocabulary"));
   auto negative = Post("/decode", {{"ids", {1, -2}}});
   ASSERT_TRUE(negative);
   EXPECT_EQ(negative->status, 422);
+  EXPECT_THAT(json::parse(negative->body)["error"].get<std::string>(), ::testing::HasSubstr("token id -2"));
+  auto vllm_negative = Post("/detokenize", {{"tokens", {1, -2}}});
+  ASSERT_TRUE(vllm_negative);
+  EXPECT_EQ(vllm_negative->status, 400);
   auto text = Post("/decode", {{"ids", "hello"}});
   ASSERT_TRUE(text);
   EXPECT_EQ(text->status, 400);
