@@ -74,9 +74,14 @@ struct ServeArgs {
   double min_padding_efficiency = SchedulerOptions{}.length_aware_min_padding_efficiency;
   std::int64_t split_overlap_tokens = SchedulerOptions{}.split_overlap_tokens;
   std::size_t max_queue_size = SchedulerOptions{}.max_queue_size;
-  bool auto_truncate = false;
+  // TEI's default: inputs longer than max_input_tokens are cut unless a request
+  // says `"truncate": false`. Not given and --oversize split: false, so that
+  // long inputs reach the scheduler whole and are split into windows.
+  bool auto_truncate = true;
+  bool auto_truncate_given = false;
+  std::vector<std::string> cors_allow_origins;
   std::size_t max_concurrent_requests = 512;
-  std::size_t max_client_batch_size = 256;
+  std::size_t max_client_batch_size = server::kDefaultMaxClientBatchSize;
   std::int64_t max_queue_tokens = 0;
   int workers = 1;
   int io_threads = 2;
@@ -371,7 +376,15 @@ void Run(const ServeArgs& a) {
   so.batcher.scheduler = SchedulerFromArgs(a);
   so.batcher.num_workers = a.workers;
   so.tokenizer_threads = a.tokenization_workers;
-  so.auto_truncate = a.auto_truncate;
+  if (a.auto_truncate && a.oversize == "split") {
+    if (a.auto_truncate_given) {
+      Fail("--auto-truncate cuts long inputs before --oversize split could window them: pass one of the two "
+           "(or --auto-truncate=false)");
+    }
+    so.auto_truncate = false;
+  } else {
+    so.auto_truncate = a.auto_truncate;
+  }
   const ServedModel model = ResolveModel(a);
   SetPrompts(a, model, so);
   if (a.shutdown != "drain" && a.shutdown != "cancel") Fail("--shutdown must be drain or cancel");
@@ -394,6 +407,7 @@ void Run(const ServeArgs& a) {
   opts.read_timeout = std::chrono::milliseconds(a.read_timeout_ms);
   opts.drain = mode;
   opts.model_name = model.name;
+  opts.cors_allow_origins = a.cors_allow_origins;
   auto http = OrFail(server::HttpServer::Start(opts, service.get()), "starting the server");
   const SchedulerOptions& s = service->options().batcher.scheduler;
   spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
@@ -487,11 +501,12 @@ void AddServeCommand(CLI::App& app) {
   opt("--max-input-tokens", args->max_input_tokens,
       "longest input accepted as is (0 = the --calibration's, else derived from the budget)");
   opt("--oversize", args->oversize, "reject, truncate or split");
-  tei_envs->emplace_back(
+  CLI::Option* auto_truncate =
       cmd->add_flag("--auto-truncate", args->auto_truncate,
-                    "truncate long inputs unless a request says not to [TEI env: AUTO_TRUNCATE]")
-          ->envname("TOKENBATCH_AUTO_TRUNCATE"),
-      "AUTO_TRUNCATE");
+                    "true or false: cut inputs longer than --max-input-tokens unless a request says "
+                    "\"truncate\": false (default true, as TEI; false with --oversize split) [TEI env: AUTO_TRUNCATE]")
+          ->envname("TOKENBATCH_AUTO_TRUNCATE");
+  tei_envs->emplace_back(auto_truncate, "AUTO_TRUNCATE");
   opt("--max-concurrent-requests", args->max_concurrent_requests, "HTTP requests handled at once (429 beyond)",
       "MAX_CONCURRENT_REQUESTS");
   opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)",
@@ -510,7 +525,15 @@ void AddServeCommand(CLI::App& app) {
   opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
   opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");
   opt("--log-level", args->log_level, "trace, debug, info, warn, error");
-  cmd->callback([args] { Run(*args); });
+  opt("--cors-allow-origin", args->cors_allow_origins,
+      "origin whose web pages may call the server from a browser (CORS), e.g. https://app.example.com; "
+      "repeatable, or * for any (default: none, so that no web page can reach a server on this machine)",
+      "CORS_ALLOW_ORIGIN")
+      ->delimiter(',');
+  cmd->callback([args, auto_truncate] {
+    args->auto_truncate_given = auto_truncate->count() > 0;
+    Run(*args);
+  });
 }
 
 }  // namespace tokenbatch::cli

@@ -73,9 +73,19 @@ std::string TokenizeBody(const std::vector<std::string>& texts, const std::vecto
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     json list = json::array();
     for (const TokenInfo& t : tokens[i]) {
-      json tok = {{"id", t.id}, {"special", t.special}, {"start", t.start}, {"stop", t.stop}};
-      const bool in_range = t.start <= t.stop && t.stop <= texts[i].size();
-      tok["text"] = in_range && !t.special ? texts[i].substr(t.start, t.stop - t.start) : std::string();
+      // TEI's shape: a special token is named by its vocabulary entry and has no
+      // place in the text (null offsets); any other token is its span of the text.
+      json tok = {{"id", t.id}, {"special", t.special}};
+      if (t.special) {
+        tok["start"] = nullptr;
+        tok["stop"] = nullptr;
+        tok["text"] = t.token;
+      } else {
+        tok["start"] = t.start;
+        tok["stop"] = t.stop;
+        const bool in_range = t.start <= t.stop && t.stop <= texts[i].size();
+        tok["text"] = in_range ? texts[i].substr(t.start, t.stop - t.start) : std::string();
+      }
       list.push_back(std::move(tok));
     }
     out.push_back(std::move(list));

@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/server_options.h"
 
 namespace tokenbatch::server {
 
@@ -38,7 +39,7 @@ struct ApiError {
 inline constexpr std::int64_t kMaxPriority = 1'000'000;
 
 struct ApiLimits {
-  std::size_t max_client_batch_size = 256;  // more inputs -> 413
+  std::size_t max_client_batch_size = kDefaultMaxClientBatchSize;  // more inputs -> 413
   int max_json_depth = 64;                  // deeper nesting -> 400, checked before parsing
 };
 
@@ -84,6 +85,10 @@ struct DecodeRequest {
 // Response bodies.
 [[nodiscard]] std::string OpenAiEmbeddingsBody(const EmbedResult& result, std::string_view model, bool base64);
 [[nodiscard]] std::string TeiEmbedBody(const EmbedResult& result);
+// TEI's /tokenize answer: per text, a list of {"id", "special", "start", "stop",
+// "text"}; start and stop are byte offsets into the text and `text` the span
+// they cover, except for a special token ([CLS], </s>): null offsets and its
+// vocabulary entry as `text`.
 [[nodiscard]] std::string TokenizeBody(const std::vector<std::string>& texts,
                                        const std::vector<std::vector<TokenInfo>>& tokens);
 // TEI's /decode answer: a JSON array with one string per id list.
@@ -92,16 +97,13 @@ struct DecodeRequest {
 [[nodiscard]] std::string DetokenizeBody(const std::string& text);
 [[nodiscard]] std::string ErrorBody(ApiFlavor flavor, const ApiError& error);
 
-// The HTTP status for a service error, by ErrorKind: QueueFull 429, Oversize 413,
+// The HTTP status for a service error, by ErrorKind: QueueFull 429, Oversize 413
+// (as TEI answers an over-long input: its Validation errors are 413),
 // InvalidArgument 422, ShuttingDown 503, DeadlineExceeded 504, Cancelled 499
 // (client gone; never seen by it), OutOfMemory / Backend / unclassified 500.
 [[nodiscard]] ApiError FromStatus(const absl::Status& status);
 
 // Helpers, exposed for tests.
-// The byte offset of the first invalid UTF-8 sequence, or npos if valid.
-[[nodiscard]] std::size_t FindInvalidUtf8(std::string_view s);
-// Deepest [ / { nesting outside strings.
-[[nodiscard]] int JsonNestingDepth(std::string_view s);
 // Standard base64 of the floats' little-endian bytes (OpenAI's encoding_format).
 [[nodiscard]] std::string FloatsToBase64(const std::vector<float>& values);
 

@@ -11,12 +11,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
+#include "server/json_text.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -66,8 +70,14 @@ class ParsedBody {
     if (body.size() > kReusedParserBytes) parser = &own_.emplace();
     element root;
     if (const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root)) {
-      return Err(400, absl::StrCat("malformed JSON: the body does not parse as JSON (",
-                                   simdjson::error_message(error), ")"));
+      ClampedBody clamped;
+      if (error == simdjson::NUMBER_ERROR) clamped = ClampHugeNumbers(body);
+      if (clamped.originals.empty() ||
+          parser->parse(clamped.body.data(), clamped.body.size()).get(root) != simdjson::SUCCESS) {
+        return Err(400, absl::StrCat("malformed JSON: the body does not parse as JSON (",
+                                     simdjson::error_message(error), ")"));
+      }
+      originals_ = std::move(clamped.originals);
     }
     if (root.get_object().get(root_) != simdjson::SUCCESS) return Err(400, "the JSON body must be an object");
     // A repeated field is ambiguous (parsers differ on which copy wins): reject
@@ -84,6 +94,18 @@ class ParsedBody {
     return std::nullopt;
   }
 
+  // The number `v` as the client wrote it (for error messages): its digits for a
+  // number too large for simdjson (see ClampHugeNumbers), else simdjson's text.
+  [[nodiscard]] std::string Literal(element v) const {
+    std::string text = simdjson::minify(v);
+    if (auto it = originals_.find(text); it != originals_.end()) return it->second;
+    return text;
+  }
+  // Whether `v` stands for a number too large for simdjson.
+  [[nodiscard]] bool Clamped(element v) const {
+    return !originals_.empty() && v.is_number() && originals_.contains(simdjson::minify(v));
+  }
+
   // The value of `field`, or nullopt when absent or null.
   [[nodiscard]] std::optional<element> Find(const char* field) const {
     element v;
@@ -94,6 +116,7 @@ class ParsedBody {
  private:
   std::optional<simdjson::dom::parser> own_;
   object root_;
+  std::map<std::string, std::string, std::less<>> originals_;  // see ClampHugeNumbers
 };
 
 // `input` / `inputs`: a string, an array of strings, an array of token ids, or an
@@ -116,8 +139,9 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const ParsedBody& bo
     std::size_t j = 0;
     for (element x : ids) {
       // simdjson types an integer literal as UINT64 only above INT64_MAX.
-      if (x.type() == element_type::UINT64) {
-        return Err(422, absl::StrCat("`", field, "`[", i, "] holds a token id out of range"));
+      if (x.type() == element_type::UINT64 || body.Clamped(x)) {
+        return Err(422, absl::StrCat("`", field, "`[", i, "] holds token id ", body.Literal(x),
+                                     ", out of range [0, 2^32), at position ", j));
       }
       if (x.type() != element_type::INT64) {
         return Err(400, absl::StrCat("`", field, "`[", i, "] must hold integer token ids, found ", TypeName(x),
@@ -194,7 +218,7 @@ std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* fi
   }
   const std::int64_t x = type == element_type::INT64 ? v->get_int64().value_unsafe() : INT64_MAX;
   if (type == element_type::UINT64 || x < lo || x > hi) {
-    return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", simdjson::minify(*v)));
+    return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", body.Literal(*v)));
   }
   out = x;
   return std::nullopt;
@@ -228,59 +252,6 @@ std::optional<ApiError> GetPriority(const ParsedBody& body, int& level) {
 }
 
 }  // namespace
-
-std::size_t FindInvalidUtf8(std::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const std::size_t n = s.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len;
-    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;  // no overlong forms
-      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
-    } else {
-      return i;
-    }
-    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
-    for (std::size_t k = 2; k < len; ++k) {
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
-    }
-    i += len;
-  }
-  return std::string_view::npos;
-}
-
-int JsonNestingDepth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
 
 std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
                                                                       const ApiLimits& limits) {
@@ -346,7 +317,8 @@ std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body, con
 namespace {
 
 // An array of token ids as uint32; `what` names it in errors.
-std::variant<std::vector<std::uint32_t>, ApiError> IdList(element value, const std::string& what) {
+std::variant<std::vector<std::uint32_t>, ApiError> IdList(const ParsedBody& body, element value,
+                                                          const std::string& what) {
   if (!value.is_array()) return Err(400, absl::StrCat(what, " must be an array of token ids, found ", TypeName(value)));
   std::vector<std::uint32_t> ids;
   std::size_t j = 0;
@@ -356,12 +328,10 @@ std::variant<std::vector<std::uint32_t>, ApiError> IdList(element value, const s
       return Err(400, absl::StrCat(what, " must hold integer token ids, found ", TypeName(x), " at position ", j));
     }
     // simdjson types an integer literal as UINT64 only above INT64_MAX.
-    if (x.type() == element_type::UINT64) {
-      return Err(422, absl::StrCat(what, " holds a token id out of range [0, 2^32) at position ", j));
-    }
-    const std::int64_t id = x.get_int64().value_unsafe();
+    const std::int64_t id = x.type() == element_type::UINT64 ? -1 : x.get_int64().value_unsafe();
     if (id < 0 || id > 0xFFFFFFFFLL) {
-      return Err(422, absl::StrCat(what, " holds token id ", id, ", out of range [0, 2^32), at position ", j));
+      return Err(422, absl::StrCat(what, " holds token id ", body.Literal(x), ", out of range [0, 2^32), at position ",
+                                   j));
     }
     ids.push_back(static_cast<std::uint32_t>(id));
     ++j;
@@ -387,7 +357,7 @@ std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const A
   DecodeRequest out;
   const array items = value->get_array().value_unsafe();
   if (items.size() == 0 || !items.at(0).value_unsafe().is_array()) {  // one list of ids
-    auto ids = IdList(*value, "`ids`");
+    auto ids = IdList(j, *value, "`ids`");
     if (auto* e = std::get_if<ApiError>(&ids)) return *e;
     out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
   } else {
@@ -398,7 +368,7 @@ std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const A
     }
     std::size_t i = 0;
     for (element e : items) {
-      auto ids = IdList(e, absl::StrCat("`ids`[", i++, "]"));
+      auto ids = IdList(j, e, absl::StrCat("`ids`[", i++, "]"));
       if (auto* err = std::get_if<ApiError>(&ids)) return *err;
       out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
     }
@@ -418,7 +388,7 @@ std::variant<DecodeRequest, ApiError> ParseDetokenize(std::string_view body, con
   if (const std::optional<element> model = j.Find("model"); model && !model->is_string()) {
     return Err(400, absl::StrCat("`model` must be a string, found ", TypeName(*model)));
   }
-  auto ids = IdList(*value, "`tokens`");
+  auto ids = IdList(j, *value, "`tokens`");
   if (auto* e = std::get_if<ApiError>(&ids)) return *e;
   DecodeRequest out;
   out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));

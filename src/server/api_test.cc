@@ -1,5 +1,6 @@
 // Tests of the JSON shapes, limits and status mapping, without sockets.
 #include "server/api.h"
+#include "server/json_text.h"
 
 #include <cstring>
 #include <string>
@@ -132,6 +133,26 @@ TEST(BodyChecks, FindInvalidUtf8) {
 TEST(BodyChecks, NestingDepthIgnoresBracketsInStrings) {
   EXPECT_EQ(JsonNestingDepth(R"({"a": [[1]], "b": "[[[[\"{"})"), 3);
   EXPECT_EQ(JsonNestingDepth("1"), 0);
+}
+
+TEST(BodyChecks, HugeNumbersAreReplacedOutsideStringsOnly) {
+  const ClampedBody c = ClampHugeNumbers(R"({"a": 1e400, "b": "1e400", "c": [-2e400, 18446744073709551616, 12]})");
+  EXPECT_EQ(c.body,
+            R"({"a": 18446744073709551615, "b": "1e400", "c": [-9223372036854775808, 18446744073709551614, 12]})");
+  EXPECT_EQ(c.originals.at("18446744073709551615"), "1e400");
+  EXPECT_EQ(c.originals.at("-9223372036854775808"), "-2e400");
+  EXPECT_EQ(c.originals.at("18446744073709551614"), "18446744073709551616");
+  EXPECT_EQ(c.originals.size(), 3u);
+  // A substitute never repeats a number the body holds.
+  const ClampedBody d = ClampHugeNumbers("[18446744073709551615, 1e999]");
+  EXPECT_EQ(d.body, "[18446744073709551615, 18446744073709551614]");
+  // Numbers simdjson holds, underflow to zero, and malformed literals are left alone.
+  for (const char* kept : {"[1.5e308, 1e-400, -9223372036854775808, 18446744073709551615]", "[01e999]",
+                           "[-]", "[1e]", R"([""", 1])"}) {
+    const ClampedBody k = ClampHugeNumbers(kept);
+    EXPECT_EQ(k.body, kept);
+    EXPECT_TRUE(k.originals.empty()) << kept;
+  }
 }
 
 TEST(TeiParse, FieldsAndValidation) {

@@ -36,6 +36,14 @@ double MicrosBetween(TimePoint a, TimePoint b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
+// Code points in valid UTF-8 (the API checked it): every byte but the
+// continuation bytes 10xxxxxx starts one.
+std::int64_t CountCodePoints(std::string_view text) {
+  std::int64_t n = 0;
+  for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 // The same status (code and kind payload) with `prefix` before its message.
 absl::Status Prefixed(const absl::Status& status, std::string_view prefix) {
   absl::Status out(status.code(), absl::StrCat(ToAbsl(prefix), status.message()));
@@ -191,6 +199,7 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   }
   std::vector<Item> items(n);
   for (std::size_t i = 0; i < n; ++i) {
+    if (!request.inputs[i].is_ids) p->result.characters += CountCodePoints(request.inputs[i].text);
     if (!prompt->text.empty() && !request.inputs[i].is_ids) {
       request.inputs[i].text.insert(0, prompt->text);
     } else if (request.prompt_name.has_value() && !request.prompt_name->empty() && request.inputs[i].is_ids) {
@@ -203,7 +212,6 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
       return;
     }
     p->result.tokens += static_cast<std::int64_t>(ids->ids.size());
-    if (!request.inputs[i].is_ids) p->result.characters += static_cast<std::int64_t>(request.inputs[i].text.size());
     items[i].input.input_ids = std::move(ids->ids);
     items[i].specials = ids->specials;
     items[i].input.normalize = request.normalize;
@@ -356,10 +364,12 @@ void EmbeddingService::Tokenize(std::vector<std::string> texts, bool add_special
       }
       out[i].resize(enc->ids.size());
       for (std::size_t k = 0; k < enc->ids.size(); ++k) {
+        const bool special = k < enc->special.size() && enc->special[k] != 0;
         out[i][k] = TokenInfo{.id = enc->ids[k],
-                              .special = k < enc->special.size() && enc->special[k] != 0,
+                              .special = special,
                               .start = k < enc->offsets.size() ? enc->offsets[k].first : 0,
-                              .stop = k < enc->offsets.size() ? enc->offsets[k].second : 0};
+                              .stop = k < enc->offsets.size() ? enc->offsets[k].second : 0,
+                              .token = special ? tok->IdToToken(enc->ids[k]).value_or("") : std::string()};
       }
     }
     (*shared_done)(std::move(out));

@@ -55,6 +55,8 @@ void Session::Run() {
 }
 
 void Session::DoRead() {
+  head_ = false;
+  origin_.clear();
   parser_.emplace();
   parser_->body_limit(shared_->options.payload_limit);
   parser_->header_limit(shared_->options.header_limit);
@@ -66,6 +68,10 @@ void Session::DoRead() {
 }
 
 void Session::OnHeader(beast::error_code ec, std::size_t) {
+  // Read before the error check: a Content-Length over the payload limit fails
+  // here, once the fields are parsed, and its 413 needs the origin too.
+  head_ = parser_->get().method() == http::verb::head;
+  origin_ = std::string(parser_->get()[http::field::origin]);
   if (ec) return OnReadError(ec);
   const auto& req = parser_->get();
   if (beast::iequals(req[http::field::expect], "100-continue")) {
@@ -127,6 +133,9 @@ void Session::OnRead(beast::error_code ec, std::size_t) {
   HttpRequest request{.method = std::string(req.method_string()),
                       .target = std::string(req.target()),
                       .authorization = std::string(req[http::field::authorization]),
+                      .origin = origin_,
+                      .content_encoding = std::string(req[http::field::content_encoding]),
+                      .access_control_request_method = std::string(req[http::field::access_control_request_method]),
                       .body = std::move(req.body()),
                       .request_id = {},
                       .timeout_ms = std::string(req["x-request-timeout-ms"])};
@@ -182,8 +191,9 @@ void Session::SendParseError(int status, std::string message, ApiFlavor flavor) 
   shared_->router.CountReply("unparsed", status);
   linger_ = true;
   spdlog::debug("rejecting a request before routing: {} {}", status, message);
-  Write(HttpReply{.status = status, .body = ErrorBody(flavor, ApiError{status, std::move(message)})},
-        /*keep_alive=*/false);
+  HttpReply reply{.status = status, .body = ErrorBody(flavor, ApiError{status, std::move(message)})};
+  shared_->router.cors().AppendReplyHeaders(origin_, reply.headers);  // so that a page can read why
+  Write(std::move(reply), /*keep_alive=*/false);
 }
 
 void Session::Write(HttpReply reply, bool keep_alive) {
@@ -196,6 +206,8 @@ void Session::Write(HttpReply reply, bool keep_alive) {
                                        .headers = &reply_.headers,
                                        .content_length = reply_.body.size(),
                                        .keep_alive = keep_alive});
+  // A reply to HEAD has the GET reply's head (its Content-Length too) and no body.
+  if (head_) reply_.body.clear();
   const std::array<net::const_buffer, 2> buffers{net::buffer(reply_head_), net::buffer(reply_.body)};
   SetDeadline();  // a client that never reads is dropped too
   net::async_write(stream_, buffers, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {

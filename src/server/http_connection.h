@@ -216,6 +216,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::atomic<std::int64_t> deadline_{kNoDeadline};  // see deadline(); written here, read by the sweep
   std::uint64_t generation_ = 0;
   bool keep_alive_ = true;
+  bool head_ = false;    // the request being answered is a HEAD: its reply is sent without the body
+  std::string origin_;   // its Origin header (CORS), kept for the replies made before routing
   bool pending_ = false;
   bool watching_ = false;
   bool peer_closed_ = false;

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/cors.h"
 #include "server/http_connection.h"
 #include "tokenbatch/core/errors.h"
 
@@ -84,6 +85,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOption
   if (service == nullptr) return InvalidArgumentError("HttpServer needs a service");
   if (options.io_threads < 1) {
     return InvalidArgumentError(absl::StrCat("io_threads must be >= 1, got ", options.io_threads));
+  }
+  if (absl::StatusOr<CorsPolicy> cors = CorsPolicy::Create(options.cors_allow_origins); !cors.ok()) {
+    return cors.status();
   }
   beast::error_code ec;
   const std::string host = options.host == "localhost" ? "127.0.0.1" : options.host;

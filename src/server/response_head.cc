@@ -51,13 +51,14 @@ std::string SerializeResponseHead(const ResponseHead& head) {
   out.append(head.reason.data(), head.reason.size());
   out += "\r\n";
   AppendHeader(out, "Server", "tokenbatch");
-  AppendHeader(out, "Content-Type", head.content_type);
+  if (!head.content_type.empty()) AppendHeader(out, "Content-Type", head.content_type);
   if (head.headers != nullptr) {
     for (const auto& [name, value] : *head.headers) {
       if (IsSafeHeader(name, value)) AppendHeader(out, name, value);
     }
   }
-  absl::StrAppend(&out, "Content-Length: ", head.content_length, "\r\n");
+  // A 1xx or 204 reply has no body and no Content-Length (RFC 9110 section 8.6).
+  if (head.status >= 200 && head.status != 204) absl::StrAppend(&out, "Content-Length: ", head.content_length, "\r\n");
   if (!head.keep_alive) out += "Connection: close\r\n";
   out += "\r\n";
   return out;

@@ -22,15 +22,17 @@ namespace tokenbatch::server {
 struct ResponseHead {
   int status = 200;
   std::string_view reason;  // e.g. "OK"; empty: none (the status code alone is valid)
-  std::string_view content_type;
+  std::string_view content_type;  // empty: no Content-Type header (a reply without a body)
   const std::vector<std::pair<std::string_view, std::string>>* headers = nullptr;  // may be null
-  std::size_t content_length = 0;  // bytes of the body that follows
+  // Bytes of the body; for a reply to HEAD, of the body a GET would get (none
+  // follows). Not sent with a 1xx or 204 status, which have no body.
+  std::size_t content_length = 0;
   bool keep_alive = true;          // false: "Connection: close"
 };
 
-// "HTTP/1.1 <status> <reason>\r\n", then Server, Content-Type, the extra
-// headers, Content-Length, "Connection: close" unless keep_alive, and the blank
-// line. A header whose name is not an RFC 9110 token, or whose value holds a
+// "HTTP/1.1 <status> <reason>\r\n", then Server, Content-Type (unless empty),
+// the extra headers, Content-Length (unless the status is 1xx or 204),
+// "Connection: close" unless keep_alive, and the blank line. A header whose name is not an RFC 9110 token, or whose value holds a
 // control character (CR, LF, NUL, ...), is left out rather than let a caller-
 // supplied value (a client's x-request-id) split the response.
 [[nodiscard]] std::string SerializeResponseHead(const ResponseHead& head);

@@ -37,6 +37,15 @@ TEST(ResponseHead, CloseAndNoExtraHeaders) {
             "\r\n");
 }
 
+TEST(ResponseHead, NoContentHasNeitherLengthNorType) {
+  const std::vector<std::pair<std::string_view, std::string>> extra = {{"Allow", "POST, OPTIONS"}};
+  EXPECT_EQ(SerializeResponseHead({.status = 204, .reason = "No Content", .headers = &extra}),
+            "HTTP/1.1 204 No Content\r\n"
+            "Server: tokenbatch\r\n"
+            "Allow: POST, OPTIONS\r\n"
+            "\r\n");
+}
+
 // A client-chosen value (x-request-id) must not be able to inject a header or
 // end the head early.
 TEST(ResponseHead, UnsafeHeadersAreLeftOut) {

@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
+#include "server/content_coding.h"
 #include "server/metrics_text.h"
 #include "tokenbatch/core/errors.h"
 
@@ -61,6 +62,7 @@ std::string Millis(double us) { return absl::StrCat(static_cast<std::int64_t>(us
 
 Router::Router(const ServerOptions& options, EmbeddingService* service)
     : options_(options),
+      cors_(CorsPolicy::Create(options.cors_allow_origins).value_or(CorsPolicy())),
       service_(service),
       created_unix_s_(std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -79,12 +81,14 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
                      path == "/decode" || path == "/detokenize";
   const std::string route = known ? path : "other";
   in_flight_.fetch_add(1);
-  // Every answer goes through here: count, log, tag with the request id.
+  // Every answer goes through here: count, log, tag with the request id and the
+  // CORS headers.
   auto shared_respond = std::make_shared<Respond>(std::move(respond));
-  Respond reply = [this, route, start, id = request.request_id, method = request.method,
+  Respond reply = [this, route, start, id = request.request_id, method = request.method, origin = request.origin,
                    shared_respond](HttpReply r) {
     CountReply(route, r.status);
     r.headers.emplace_back("x-request-id", id);
+    cors_.AppendReplyHeaders(origin, r.headers);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (r.status >= 500) {
       spdlog::warn("request_id={} method={} route={} status={} ms={:.3f} error={}", id, method, route, r.status, ms,
@@ -101,10 +105,24 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     reply(ErrorReply(flavor, ApiError{404, absl::StrCat("no route for ", request.target)}));
     return {};
   }
-  if (request.method != (is_get ? "GET" : "POST")) {
-    HttpReply r = ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", is_get ? "GET" : "POST",
-                                                                ", not ", request.method)});
-    r.headers.emplace_back("Allow", is_get ? "GET" : "POST");  // required with 405 (RFC 9110 section 15.5.6)
+  // HEAD is GET without the body (RFC 9110 section 9.3.2): probes and load
+  // balancers send it. OPTIONS is answered on every route, without the API
+  // key: a browser's CORS preflight never carries credentials.
+  const char* const methods = is_get ? "GET, HEAD" : "POST";
+  const char* const allow = is_get ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
+  if (request.method == "OPTIONS") {
+    HttpReply r{.status = 204, .content_type = ""};
+    r.headers.emplace_back("Allow", allow);
+    if (!request.access_control_request_method.empty()) {
+      cors_.AppendPreflightHeaders(request.origin, methods, r.headers);
+    }
+    reply(std::move(r));
+    return {};
+  }
+  const bool method_ok = is_get ? request.method == "GET" || request.method == "HEAD" : request.method == "POST";
+  if (!method_ok) {
+    HttpReply r = ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", methods, ", not ", request.method)});
+    r.headers.emplace_back("Allow", allow);  // required with 405 (RFC 9110 section 15.5.6)
     reply(std::move(r));
     return {};
   }
@@ -117,9 +135,13 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     return {};
   }
   if (!options_.api_key.empty() && !BearerMatches(request.authorization, options_.api_key)) {
-    reply(ErrorReply(flavor, ApiError{401, request.authorization.empty()
-                                               ? "missing API key: send Authorization: Bearer <key>"
-                                               : "wrong API key"}));
+    const bool missing = request.authorization.empty();
+    HttpReply r = ErrorReply(
+        flavor, ApiError{401, missing ? "missing API key: send Authorization: Bearer <key>" : "wrong API key"});
+    // The scheme to authenticate with, required on a 401 (RFC 9110 section 15.5.2); a
+    // credential that was sent and refused is an invalid_token (RFC 6750 section 3).
+    r.headers.emplace_back("WWW-Authenticate", missing ? "Bearer" : R"(Bearer error="invalid_token")");
+    reply(std::move(r));
     return {};
   }
   if (path == "/info") {
@@ -144,6 +166,18 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     reply(ErrorReply(flavor, ApiError{429, absl::StrCat("more than ", options_.max_concurrent_requests,
                                                         " concurrent requests (max_concurrent_requests)")}));
     return {};
+  }
+  if (!request.content_encoding.empty()) {
+    auto decoded =
+        DecodeContentEncoding(request.content_encoding, std::move(request.body), options_.payload_limit);
+    if (auto* e = std::get_if<ApiError>(&decoded)) {
+      HttpReply r = ErrorReply(flavor, *e);
+      // Which codings would have been accepted (RFC 9110 section 15.5.16).
+      if (e->status == 415) r.headers.emplace_back("Accept-Encoding", std::string(kAcceptedContentCodings));
+      reply(std::move(r));
+      return {};
+    }
+    request.body = std::move(std::get<std::string>(decoded));
   }
   std::function<void()> cancel;
   if (path == "/tokenize") {

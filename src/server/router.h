@@ -8,7 +8,13 @@
 //   POST /decode (TEI)   POST /detokenize (vLLM; OpenAI-shaped errors)
 //   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
 // Unknown paths get 404, a known path with another method 405 with an Allow
-// header; 429 answers carry Retry-After. The embedding routes take vLLM's
+// header; HEAD is answered on every GET route as GET is (the socket layer sends
+// no body), OPTIONS on every route with 204 and Allow, plus the CORS preflight
+// headers for an allowed origin (cors.h); every reply to an allowed origin
+// carries Access-Control-Allow-Origin. A 401 carries WWW-Authenticate: Bearer
+// (RFC 6750 section 3). A POST body sent with Content-Encoding gzip or deflate
+// is decoded first (content_coding.h), within the payload limit. 429 answers
+// carry Retry-After. The embedding routes take vLLM's
 // `priority` body field and an X-Request-Timeout-Ms header: inputs not computed
 // by then get 504 (DeadlineExceeded), like a gateway whose upstream timed out.
 //
@@ -24,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/cors.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/server_options.h"
@@ -34,6 +41,10 @@ struct HttpRequest {
   std::string method;         // "GET", "POST", ...
   std::string target;         // path and query, e.g. "/v1/embeddings"
   std::string authorization;  // the Authorization header, or empty
+  std::string origin;         // the Origin header (a browser's page), or empty
+  std::string content_encoding;  // the Content-Encoding header, or empty
+  // The Access-Control-Request-Method header: set only on a CORS preflight.
+  std::string access_control_request_method;
   std::string body;
   std::string request_id;     // for logs and the x-request-id header
   // The X-Request-Timeout-Ms header, or empty: the request's inputs must be
@@ -54,7 +65,8 @@ class Router {
  public:
   using Respond = std::function<void(HttpReply)>;
 
-  // `service` must outlive the Router.
+  // `service` must outlive the Router. Invalid options.cors_allow_origins
+  // (HttpServer::Start refuses them first) allow no origin.
   Router(const ServerOptions& options, EmbeddingService* service);
 
   // Handles `request`; `respond` is called exactly once. Returns a function that
@@ -71,6 +83,9 @@ class Router {
   // Counts a reply made outside Handle (by the socket layer: 400, 413, 431).
   void CountReply(const std::string& route, int status);
 
+  // The CORS headers for a reply to a request from `origin` (see CorsPolicy).
+  [[nodiscard]] const CorsPolicy& cors() const { return cors_; }
+
   // The /metrics body: the Batcher's metrics and the HTTP counters.
   [[nodiscard]] std::string MetricsText() const;
 
@@ -83,6 +98,7 @@ class Router {
   HttpReply Models() const;
 
   const ServerOptions options_;
+  const CorsPolicy cors_;
   EmbeddingService* const service_;
   const std::int64_t created_unix_s_;  // when the server started: /v1/models `created`
   std::atomic<bool> shutting_down_{false};

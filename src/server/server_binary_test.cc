@@ -179,5 +179,46 @@ TEST(ServeBinary, TeiEnvironmentNamesAfterFlagsAndOurOwn) {
   EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
 }
 
+// TEI's defaults where a client could depend on them: long inputs are cut
+// (--auto-truncate defaults to true) unless a request says otherwise or
+// --oversize split wants them whole; up to 2,048 inputs per request.
+TEST(ServeBinary, TeiDefaultsAutoTruncateAndClientBatchSize) {
+  const std::string long_text = "one two three four five six seven eight nine ten eleven twelve";
+  ServeProcess serve({"--max-input-tokens", "8"}, {"CORS_ALLOW_ORIGIN=http://a.example,http://b.example"});
+  ASSERT_NE(serve.port(), 0);
+  const json info = json::parse(Call(serve.port(), "GET", "/info")->body);
+  EXPECT_EQ(info["auto_truncate"], true);
+  EXPECT_EQ(info["max_client_batch_size"], 2048);
+  auto cut = Call(serve.port(), "POST", "/embed", json{{"inputs", long_text}}.dump());
+  ASSERT_TRUE(cut);
+  EXPECT_EQ(cut->status, 200) << cut->body;
+  EXPECT_EQ(cut->header("x-compute-tokens"), "8");
+  auto refused = Call(serve.port(), "POST", "/embed", json{{"inputs", long_text}, {"truncate", false}}.dump());
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 413);  // as TEI answers it (its Validation errors are 413)
+  // The TEI environment name, split at commas, reaches --cors-allow-origin.
+  auto cors = Call(serve.port(), "GET", "/health", {}, {"Origin: http://b.example"});
+  ASSERT_TRUE(cors);
+  EXPECT_EQ(cors->header("access-control-allow-origin"), "http://b.example");
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
+
+  ServeProcess off({"--max-input-tokens", "8", "--auto-truncate=false"}, {});
+  ASSERT_NE(off.port(), 0);
+  EXPECT_EQ(Call(off.port(), "POST", "/embed", json{{"inputs", long_text}}.dump())->status, 413);
+  off.Signal(SIGTERM);
+  EXPECT_EQ(off.WaitExit(std::chrono::seconds(10)), 0);
+
+  ServeProcess split({"--max-input-tokens", "8", "--oversize", "split", "--split-overlap-tokens", "2"}, {});
+  ASSERT_NE(split.port(), 0);
+  EXPECT_EQ(json::parse(Call(split.port(), "GET", "/info")->body)["auto_truncate"], false);
+  auto windows = Call(split.port(), "POST", "/embed", json{{"inputs", long_text}}.dump());
+  ASSERT_TRUE(windows);
+  EXPECT_EQ(windows->status, 200) << windows->body;
+  EXPECT_GT(std::stoi(windows->header("x-compute-tokens")), 8);  // every window computed, none cut
+  split.Signal(SIGTERM);
+  EXPECT_EQ(split.WaitExit(std::chrono::seconds(10)), 0);
+}
+
 }  // namespace
 }  // namespace tokenbatch::server

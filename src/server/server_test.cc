@@ -60,7 +60,7 @@ TEST_F(ServerTest, HealthInfoMetrics) {
   EXPECT_EQ(i["model_id"], "tokenbatch");
   EXPECT_EQ(i["max_batch_tokens"], 4096);
   EXPECT_EQ(i["max_batch_requests"], i["scheduler"]["max_batch_requests"]);
-  EXPECT_EQ(i["max_client_batch_size"], 256);
+  EXPECT_EQ(i["max_client_batch_size"], 2048);
   EXPECT_EQ(i["max_concurrent_requests"], 512);
   EXPECT_EQ(i["tokenization_workers"], 2);
   EXPECT_TRUE(i["version"].is_string());
@@ -234,12 +234,12 @@ TEST_F(ServerTest, UnknownRouteAndWrongMethod) {
   auto wm = Call(port(), "GET", "/v1/embeddings");
   ASSERT_TRUE(wm);
   EXPECT_EQ(wm->status, 405);
-  EXPECT_EQ(wm->header("allow"), "POST");
+  EXPECT_EQ(wm->header("allow"), "POST, OPTIONS");
   EXPECT_THAT(json::parse(wm->body)["error"]["message"].get<std::string>(), HasSubstr("accepts POST"));
   auto wg = Call(port(), "POST", "/info", "{}");
   ASSERT_TRUE(wg);
   EXPECT_EQ(wg->status, 405);
-  EXPECT_EQ(wg->header("allow"), "GET");
+  EXPECT_EQ(wg->header("allow"), "GET, HEAD, OPTIONS");
 }
 
 TEST_F(ServerTest, ModelsListsTheServedModelInOpenAiShape) {

@@ -72,7 +72,7 @@ bool WaitReadable(int fd, std::chrono::steady_clock::time_point deadline) {
 }
 }  // namespace
 
-std::optional<Response> Connection::Read(std::chrono::milliseconds timeout) {
+std::optional<Response> Connection::Read(std::chrono::milliseconds timeout, bool has_body) {
   if (fd_ < 0) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto fill = [&]() -> bool {
@@ -108,7 +108,8 @@ std::optional<Response> Connection::Read(std::chrono::milliseconds timeout) {
     }
     pos = end + 2;
   }
-  const std::size_t length = static_cast<std::size_t>(std::atoll(r.header("content-length").c_str()));
+  const std::size_t length =
+      has_body ? static_cast<std::size_t>(std::atoll(r.header("content-length").c_str())) : 0;
   const std::size_t body_start = header_end + 4;
   while (buffer_.size() < body_start + length) {
     if (!fill()) return std::nullopt;
@@ -121,7 +122,7 @@ std::optional<Response> Connection::Read(std::chrono::milliseconds timeout) {
 std::optional<Response> Connection::Call(std::string_view method, std::string_view path, std::string_view body,
                                          const std::vector<std::string>& extra_headers) {
   if (!Send(BuildRequest(method, path, body, extra_headers))) return std::nullopt;
-  return Read();
+  return Read(std::chrono::seconds(10), /*has_body=*/method != "HEAD");
 }
 
 bool Connection::WaitForClose(std::chrono::milliseconds timeout) {
@@ -145,10 +146,10 @@ TestServer StartTestServer(ServerOptions server, ServiceOptions service, NoopBac
   return StartTestServerWith(std::move(server), std::move(service), MakeNoopBackend(noop));
 }
 
-TestServer StartTestServerWith(ServerOptions server, ServiceOptions service,
-                               std::unique_ptr<EmbeddingBackend> backend) {
+TestServer StartTestServerWith(ServerOptions server, ServiceOptions service, std::unique_ptr<EmbeddingBackend> backend,
+                               std::string_view tokenizer) {
   TestServer out;
-  const std::string path = tokenbatch::testing::TestTokenizerPath("qwen3");
+  const std::string path = tokenbatch::testing::TestTokenizerPath(tokenizer);
   auto tok = tokenizer::Tokenizer::FromFile(path);
   if (!tok.ok()) {
     ADD_FAILURE() << "cannot load " << path << ": " << tok.status();

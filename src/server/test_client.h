@@ -41,8 +41,10 @@ class Connection {
   [[nodiscard]] int fd() const { return fd_; }
   // Sends all bytes; false on error.
   bool Send(std::string_view bytes);
-  // Reads one response (Content-Length framed). nullopt on EOF, error or timeout.
-  std::optional<Response> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  // Reads one response (Content-Length framed; `has_body` false for the reply to
+  // a HEAD, whose Content-Length counts a body not sent). nullopt on EOF, error
+  // or timeout.
+  std::optional<Response> Read(std::chrono::milliseconds timeout = std::chrono::seconds(10), bool has_body = true);
   // Sends one request and reads its response.
   std::optional<Response> Call(std::string_view method, std::string_view path, std::string_view body = {},
                                const std::vector<std::string>& extra_headers = {});
@@ -74,8 +76,9 @@ struct TestServer {
 // calling test (ADD_FAILURE) and returns an empty server if anything is missing.
 TestServer StartTestServer(ServerOptions server = {}, ServiceOptions service = {},
                            NoopBackendOptions noop = {.hidden_size = 16});
-// The same with any backend (e.g. the libtorch one).
-TestServer StartTestServerWith(ServerOptions server, ServiceOptions service,
-                               std::unique_ptr<EmbeddingBackend> backend);
+// The same with any backend (e.g. the libtorch one) and test tokenizer (a name
+// for TestTokenizerPath: "qwen3", "bert", ...).
+TestServer StartTestServerWith(ServerOptions server, ServiceOptions service, std::unique_ptr<EmbeddingBackend> backend,
+                               std::string_view tokenizer = "qwen3");
 
 }  // namespace tokenbatch::server::testing

@@ -61,7 +61,9 @@ struct EmbedRequest {
 struct EmbedResult {
   std::vector<std::vector<float>> embeddings;  // one per input, same order
   std::int64_t tokens = 0;                     // tokens computed, all inputs
-  std::int64_t characters = 0;                 // bytes of text, all inputs
+  // Unicode characters (code points) of the text inputs as sent, without a
+  // prompt: TEI's x-compute-characters.
+  std::int64_t characters = 0;
   double tokenize_us = 0;                      // tokenising all inputs
   double queue_us = 0;                         // longest queue wait of an input
   double inference_us = 0;                     // longest batch run of an input
@@ -70,14 +72,17 @@ struct EmbedResult {
 // One token of a /tokenize answer.
 struct TokenInfo {
   std::uint32_t id = 0;
-  bool special = false;
-  std::uint32_t start = 0, stop = 0;  // byte offsets into the text
+  bool special = false;               // added by the tokenizer's template ([CLS], </s>, ...)
+  std::uint32_t start = 0, stop = 0;  // byte offsets into the text; meaningless for a special token
+  std::string token;                  // a special token's vocabulary entry ("[CLS]"); empty otherwise
 };
 
 struct ServiceOptions {
   BatcherOptions batcher;
   int tokenizer_threads = 2;
-  // Default of EmbedRequest::truncate (TEI's --auto-truncate).
+  // Default of EmbedRequest::truncate (TEI's --auto-truncate). Off in the
+  // library, where a caller chooses; `tokenbatch serve` turns it on, as TEI's
+  // server does, unless --oversize split needs long inputs whole.
   bool auto_truncate = false;
   // Prompts a request may name (config_sentence_transformers.json's "prompts"):
   // name -> text prepended to each text input. Its tokens count toward the

@@ -33,7 +33,8 @@ class HttpServer {
  public:
   // Binds options.host:options.port and starts serving on options.io_threads
   // threads. `service` must outlive the server. Errors: InvalidArgument for a bad
-  // address or io_threads < 1; Unavailable when the port cannot be bound.
+  // address, io_threads < 1 or an invalid cors_allow_origins entry;
+  // Unavailable when the port cannot be bound.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const ServerOptions& options,
                                                                          EmbeddingService* service);
   // Stops (see Stop) if it was not stopped.

@@ -11,10 +11,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tokenbatch/runtime/batcher_options.h"
 
 namespace tokenbatch::server {
+
+// Default of ServerOptions::max_client_batch_size: OpenAI's own limit on inputs
+// per embeddings request, so that clients written for it (LangChain's
+// OpenAIEmbeddings sends 1,000 at a time) work unchanged. TEI's default is 32;
+// everything a TEI server accepts is accepted here too.
+inline constexpr std::size_t kDefaultMaxClientBatchSize = 2048;
 
 struct ServerOptions {
   // Address to bind. Loopback by default: exposing the server is a choice.
@@ -35,7 +42,7 @@ struct ServerOptions {
   // Largest request header block, in bytes; a larger one gets 431.
   std::uint32_t header_limit = 8 * 1024;
   // Most inputs in one client request (TEI's --max-client-batch-size); more -> 413.
-  std::size_t max_client_batch_size = 256;
+  std::size_t max_client_batch_size = kDefaultMaxClientBatchSize;
   // Most HTTP requests being processed at once (TEI's --max-concurrent-requests);
   // one more gets 429. 0 = unlimited.
   std::size_t max_concurrent_requests = 512;
@@ -50,6 +57,13 @@ struct ServerOptions {
   // On Stop, after every pending request is answered: how long idle keep-alive
   // connections may still send a request (answered 503 + Connection: close).
   std::chrono::milliseconds shutdown_grace{200};
+  // Origins whose web pages may call the server from a browser (TEI's
+  // --cors-allow-origin): "*" for any, or serialized origins such as
+  // "https://app.example.com" (see CorsPolicy, server/cors.h). Empty: none,
+  // unlike TEI, which allows any origin when the flag is unset: a server on a
+  // workstation's loopback would then answer every web page its user opens.
+  // Validated by HttpServer::Start (InvalidArgument).
+  std::vector<std::string> cors_allow_origins;
   // Model name reported by /info and /v1/models and echoed in OpenAI responses.
   std::string model_name = "tokenbatch";
 };

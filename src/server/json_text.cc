@@ -1,0 +1,159 @@
+// Checks and rewrites of a JSON body's raw text (see json_text.h).
+#include "server/json_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace tokenbatch::server {
+namespace {
+
+// Whether `s` is exactly a JSON number (RFC 8259 section 6):
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool IsJsonNumber(std::string_view s) {
+  std::size_t i = 0;
+  auto digits = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && absl::ascii_isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0') {
+    ++i;
+  } else if (!digits()) {
+    return false;
+  }
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+// Whether simdjson can hold the JSON number `literal`: an integer in
+// [-2^63, 2^64), or a decimal whose magnitude does not overflow a double.
+bool FitsSimdjson(std::string_view literal) {
+  if (literal.find_first_of(".eE") == std::string_view::npos) {
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    const absl::string_view digits(literal.data(), literal.size());
+    return absl::SimpleAtoi(digits, &i) || absl::SimpleAtoi(digits, &u);
+  }
+  const std::string copy(literal);  // strtod reads up to a NUL
+  return std::isfinite(std::strtod(copy.c_str(), nullptr));
+}
+
+}  // namespace
+
+std::size_t FindInvalidUtf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len;
+    unsigned lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;  // no overlong forms
+      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;  // <= U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+int JsonNestingDepth(std::string_view s) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : s) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+ClampedBody ClampHugeNumbers(std::string_view body) {
+  std::vector<std::pair<std::size_t, std::size_t>> numbers;  // [begin, end) of each number outside strings
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    const char c = body[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '-' || absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+      std::size_t j = i + 1;
+      while (j < body.size() && (absl::ascii_isdigit(static_cast<unsigned char>(body[j])) || body[j] == '.' ||
+                                 body[j] == 'e' || body[j] == 'E' || body[j] == '+' || body[j] == '-')) {
+        ++j;
+      }
+      numbers.emplace_back(i, j);
+      i = j - 1;
+    }
+  }
+  std::set<std::string_view> literals;
+  for (const auto& [b, e] : numbers) literals.insert(body.substr(b, e - b));
+  ClampedBody out;
+  std::uint64_t next_positive = UINT64_MAX;
+  std::int64_t next_negative = INT64_MIN;
+  std::size_t copied = 0;
+  for (const auto& [b, e] : numbers) {
+    const std::string_view literal = body.substr(b, e - b);
+    if (!IsJsonNumber(literal) || FitsSimdjson(literal)) continue;
+    std::string substitute;
+    do {  // distinct from every number in the body, so Literal maps it back unambiguously
+      substitute = literal[0] == '-' ? absl::StrCat(next_negative++) : absl::StrCat(next_positive--);
+    } while (literals.contains(substitute));
+    out.body.append(body.substr(copied, b - copied));
+    out.body += substitute;
+    copied = e;
+    out.originals.emplace(std::move(substitute), literal.size() <= 48
+                                                     ? std::string(literal)
+                                                     : std::string(literal.substr(0, 45)) + "...");
+  }
+  out.body.append(body.substr(copied));
+  return out;
+}
+
+}  // namespace tokenbatch::server
