@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -72,6 +73,7 @@ class ParsedBody {
     if (const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root)) {
       ClampedBody clamped;
       if (error == simdjson::NUMBER_ERROR) clamped = ClampHugeNumbers(body);
+      if (clamped.body.size() > kReusedParserBytes && parser == &reused) parser = &own_.emplace();
       if (clamped.originals.empty() ||
           parser->parse(clamped.body.data(), clamped.body.size()).get(root) != simdjson::SUCCESS) {
         return Err(400, absl::StrCat("malformed JSON: the body does not parse as JSON (",
@@ -132,19 +134,20 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const ParsedBody& bo
     out.push_back(EmbedInput{.text = std::string(text)});
     return std::nullopt;
   };
-  auto add_ids = [&](array ids, std::size_t i) -> std::optional<ApiError> {
-    if (ids.size() == 0) return Err(422, absl::StrCat("`", field, "`[", i, "] is an empty array of token ids"));
+  // `name`: "`input`" for a single list of ids, "`input`[i]" for one of several.
+  auto add_ids = [&](array ids, const std::string& name) -> std::optional<ApiError> {
+    if (ids.size() == 0) return Err(422, absl::StrCat(name, " is an empty array of token ids"));
     EmbedInput in{.is_ids = true};
     in.ids.reserve(ids.size());
     std::size_t j = 0;
     for (element x : ids) {
       // simdjson types an integer literal as UINT64 only above INT64_MAX.
       if (x.type() == element_type::UINT64 || body.Clamped(x)) {
-        return Err(422, absl::StrCat("`", field, "`[", i, "] holds token id ", body.Literal(x),
+        return Err(422, absl::StrCat(name, " holds token id ", body.Literal(x),
                                      ", out of range [0, 2^32), at position ", j));
       }
       if (x.type() != element_type::INT64) {
-        return Err(400, absl::StrCat("`", field, "`[", i, "] must hold integer token ids, found ", TypeName(x),
+        return Err(400, absl::StrCat(name, " must hold integer token ids, found ", TypeName(x),
                                      " at position ", j));
       }
       in.ids.push_back(x.get_int64().value_unsafe());
@@ -165,7 +168,7 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const ParsedBody& bo
   if (n == 0) return Err(422, absl::StrCat("`", field, "` must not be empty"));
   const element first = items.at(0).value_unsafe();
   if (first.is_number()) {  // one input given as token ids
-    if (auto e = add_ids(items, 0)) return *e;
+    if (auto e = add_ids(items, absl::StrCat("`", field, "`"))) return *e;
     return out;
   }
   if (n > limits.max_client_batch_size) {
@@ -179,7 +182,7 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const ParsedBody& bo
     if (texts && e.is_string()) {
       if (auto err = add_text(e, i)) return *err;
     } else if (!texts && e.is_array()) {
-      if (auto err = add_ids(e.get_array().value_unsafe(), i)) return *err;
+      if (auto err = add_ids(e.get_array().value_unsafe(), absl::StrCat("`", field, "`[", i, "]"))) return *err;
     } else {
       return Err(400, absl::StrCat("`", field, "`[", i, "] must be ", texts ? "a string" : "an array of token ids",
                                    " like the first element, found ", TypeName(e)));
@@ -205,22 +208,31 @@ std::optional<ApiError> GetString(const ParsedBody& body, const char* field, std
   return std::nullopt;
 }
 
-// An optional integer field in [lo, hi]: a non-integer is 400, one out of
-// range 422 ("`field` must be in [lo, hi], got v"); absent or null leaves `out`
-// as is. Integers above INT64_MAX (typed UINT64 by simdjson) are out of range.
+// An optional integer field in [lo, hi]: a number with a fraction is 400, an
+// integer out of range 422 ("`field` must be in [lo, hi], got v"); absent or
+// null leaves `out` as is. A number written with an exponent or ".0" (typed
+// DOUBLE by simdjson) is an integer when its value is whole, as JSON does not
+// tell them apart (RFC 8259 section 6); integers above INT64_MAX (typed UINT64)
+// are out of range.
 std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* field, std::int64_t lo,
                                           std::int64_t hi, std::optional<std::int64_t>& out) {
   const std::optional<element> v = body.Find(field);
   if (!v) return std::nullopt;
   const element_type type = v->type();
-  if (type != element_type::INT64 && type != element_type::UINT64) {
+  const double d = type == element_type::DOUBLE ? v->get_double().value_unsafe() : 0.0;
+  if (type != element_type::INT64 && type != element_type::UINT64 &&
+      (type != element_type::DOUBLE || d != std::floor(d))) {
     return Err(400, absl::StrCat("`", field, "` must be an integer, found ", TypeName(*v)));
   }
-  const std::int64_t x = type == element_type::INT64 ? v->get_int64().value_unsafe() : INT64_MAX;
-  if (type == element_type::UINT64 || x < lo || x > hi) {
+  // The double range check happens before the conversion, which would overflow.
+  const bool in_range = type == element_type::INT64    ? v->get_int64().value_unsafe() >= lo &&
+                                                             v->get_int64().value_unsafe() <= hi
+                        : type == element_type::DOUBLE ? d >= static_cast<double>(lo) && d <= static_cast<double>(hi)
+                                                       : false;
+  if (!in_range) {
     return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", body.Literal(*v)));
   }
-  out = x;
+  out = type == element_type::INT64 ? v->get_int64().value_unsafe() : static_cast<std::int64_t>(d);
   return std::nullopt;
 }
 

@@ -107,6 +107,14 @@ TEST(PriorityParse, VllmConventionLowerServedFirstOnBothRoutes) {
   EXPECT_EQ(range.status, 422);
   EXPECT_THAT(range.message, HasSubstr("18446744073709551615"));
   EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": -1000001})", {})).status, 422);
+  // A whole number is an integer however it is written; out of range it is 422.
+  auto written = ParseTeiEmbed(R"({"inputs": "a", "priority": 3e2, "dimensions": 4.0})", {});
+  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(written));
+  EXPECT_EQ(std::get<EmbedRequest>(written).priority, -300);
+  EXPECT_EQ(std::get<EmbedRequest>(written).dimensions, 4);
+  const ApiError huge = ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": 1e300})", {}));
+  EXPECT_EQ(huge.status, 422);
+  EXPECT_EQ(huge.message, "`priority` must be in [-1000000, 1000000], got 1e+300");
 }
 
 TEST(BodyChecks, InvalidUtf8Is422AndDeepNestingIs400) {

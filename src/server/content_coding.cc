@@ -111,6 +111,8 @@ std::variant<std::string, ApiError> Inflate(std::string_view in, int window_bits
     if (ret == Z_BUF_ERROR && zs->avail_in == 0 && fed == in.size()) {
       return invalid(in.empty() ? "the body is empty" : "the compressed data ends early (truncated)");
     }
+    if (ret == Z_NEED_DICT) return invalid("it needs a preset dictionary, which HTTP bodies cannot name");
+    if (ret == Z_MEM_ERROR) return ApiError{500, "zlib ran out of memory inflating the request body"};
     if (ret != Z_OK && ret != Z_BUF_ERROR) return invalid(zs->msg != nullptr ? zs->msg : "corrupt data");
   }
 }

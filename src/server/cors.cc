@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/response_head.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
@@ -30,6 +31,20 @@ bool IsSerializedOrigin(std::string_view origin) {
   return std::none_of(host.begin(), host.end(), [](char c) {
     return c == '/' || c == '?' || c == '#' || c == '@' || c == ',' || static_cast<unsigned char>(c) <= ' ';
   });
+}
+
+// Whether `list` is a non-empty comma-separated list of header names (RFC 9110
+// tokens), of a sane length, as Access-Control-Request-Headers holds.
+bool IsHeaderNameList(std::string_view list) {
+  constexpr std::size_t kMaxLength = 1024;
+  if (list.size() > kMaxLength) return false;
+  bool any_name = false;
+  for (const char c : list) {
+    if (c == ',' || c == ' ' || c == '\t') continue;
+    if (!IsSafeHeader(std::string_view(&c, 1), "")) return false;  // a token character
+    any_name = true;
+  }
+  return any_name;
 }
 
 }  // namespace
@@ -60,23 +75,34 @@ absl::StatusOr<CorsPolicy> CorsPolicy::Create(const std::vector<std::string>& or
 bool CorsPolicy::Allows(std::string_view origin) const {
   if (origin.empty()) return false;
   if (any_) return true;
+  const absl::string_view wanted(origin.data(), origin.size());
   return std::any_of(origins_.begin(), origins_.end(),
-                     [&](const std::string& allowed) { return absl::EqualsIgnoreCase(allowed, absl::string_view(origin.data(), origin.size()));
-                     });
+                     [&](const std::string& allowed) { return absl::EqualsIgnoreCase(allowed, wanted); });
 }
 
 void CorsPolicy::AppendReplyHeaders(std::string_view origin, Headers& out) const {
-  if (!enabled()) return;
-  if (!any_) out.emplace_back("Vary", "Origin");  // the answer names the origin, so it varies with it
+  if (any_) {
+    out.emplace_back("Access-Control-Allow-Origin", "*");
+    out.emplace_back("Access-Control-Expose-Headers", std::string(kCorsExposedResponseHeaders));
+    return;
+  }
+  if (origins_.empty()) return;
+  out.emplace_back("Vary", "Origin");  // the answer names the origin, so it varies with it
   if (!Allows(origin)) return;
-  out.emplace_back("Access-Control-Allow-Origin", any_ ? std::string("*") : std::string(origin));
+  out.emplace_back("Access-Control-Allow-Origin", std::string(origin));
   out.emplace_back("Access-Control-Expose-Headers", std::string(kCorsExposedResponseHeaders));
 }
 
-void CorsPolicy::AppendPreflightHeaders(std::string_view origin, std::string_view methods, Headers& out) const {
+void CorsPolicy::AppendPreflightHeaders(std::string_view origin, std::string_view methods,
+                                        std::string_view requested, Headers& out) const {
   if (!Allows(origin)) return;
   out.emplace_back("Access-Control-Allow-Methods", std::string(methods));
-  out.emplace_back("Access-Control-Allow-Headers", std::string(kCorsAllowedRequestHeaders));
+  if (IsHeaderNameList(requested)) {
+    out.emplace_back("Access-Control-Allow-Headers", std::string(requested));
+    out.emplace_back("Vary", "Access-Control-Request-Headers");
+  } else {
+    out.emplace_back("Access-Control-Allow-Headers", std::string(kCorsAllowedRequestHeaders));
+  }
   out.emplace_back("Access-Control-Max-Age", std::string(kPreflightMaxAgeSeconds));
 }
 

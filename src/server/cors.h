@@ -45,17 +45,23 @@ class CorsPolicy {
 
   // Headers for an actual (non-preflight) reply to a request whose Origin
   // header is `origin` (empty: none): Access-Control-Allow-Origin and
-  // Access-Control-Expose-Headers when the origin is allowed, and "Vary: Origin"
+  // Access-Control-Expose-Headers when the origin is allowed (with "*", on every
+  // reply, so that a cache never holds a copy without them), and "Vary: Origin"
   // whenever the answer depends on the origin (so caches keep one answer per
   // origin). Appended to `out`.
   void AppendReplyHeaders(std::string_view origin, Headers& out) const;
 
   // The headers a preflight from `origin` gets on top of AppendReplyHeaders's,
-  // for a route that accepts `methods` (e.g. "POST"): Access-Control-Allow-
-  // Methods, Access-Control-Allow-Headers and Access-Control-Max-Age, when the
-  // origin is allowed. A preflight from an origin not allowed gets none, and the
-  // browser then refuses the request. Appended to `out`.
-  void AppendPreflightHeaders(std::string_view origin, std::string_view methods, Headers& out) const;
+  // for a route that accepts `methods` (e.g. "POST"), when the origin is allowed:
+  // Access-Control-Allow-Methods, Access-Control-Allow-Headers and
+  // Access-Control-Max-Age. The headers allowed are those the preflight asks
+  // for (`requested`, its Access-Control-Request-Headers: an allowed page may
+  // send any, e.g. the OpenAI SDK's X-Stainless-* headers) when that is a valid
+  // list of header names, else kCorsAllowedRequestHeaders. A preflight from an
+  // origin not allowed gets none, and the browser then refuses the request.
+  // Appended to `out`.
+  void AppendPreflightHeaders(std::string_view origin, std::string_view methods, std::string_view requested,
+                              Headers& out) const;
 
  private:
   [[nodiscard]] bool Allows(std::string_view origin) const;
@@ -64,7 +70,7 @@ class CorsPolicy {
   std::vector<std::string> origins_;  // lower-cased
 };
 
-// The request headers a browser may send cross-origin, as listed in
+// The request headers a preflight that names none is told it may send, in
 // Access-Control-Allow-Headers.
 inline constexpr std::string_view kCorsAllowedRequestHeaders =
     "Authorization, Content-Type, Content-Encoding, X-Request-Id, X-Request-Timeout-Ms";

@@ -48,30 +48,45 @@ TEST(Cors, AnAllowedOriginIsEchoedAndTheAnswerVariesByOrigin) {
                      {"Access-Control-Allow-Origin", "http://example.com"},
                      {"Access-Control-Expose-Headers", std::string(kCorsExposedResponseHeaders)}}));
   // Case-insensitive, and the trailing slash of the flag's value dropped.
-  EXPECT_EQ(Reply(p, "https://app.example.com")[1].second, "https://app.example.com");
+  const Headers second = Reply(p, "https://app.example.com");
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_EQ(second[1].second, "https://app.example.com");
   // Another origin, or none, gets only Vary: the browser refuses to show the answer.
   EXPECT_EQ(Reply(p, "http://evil.example"), (Headers{{"Vary", "Origin"}}));
   EXPECT_EQ(Reply(p, "http://example.com:8080"), (Headers{{"Vary", "Origin"}}));
   EXPECT_EQ(Reply(p, ""), (Headers{{"Vary", "Origin"}}));
 }
 
-TEST(Cors, StarAllowsEveryOriginWithoutVary) {
+TEST(Cors, StarAllowsEveryOriginOnEveryReplyWithoutVary) {
   const CorsPolicy p = Policy({"*"});
-  const Headers h = Reply(p, "http://anything.example");
-  ASSERT_EQ(h.size(), 2u);
-  EXPECT_EQ(h[0], (std::pair<std::string_view, std::string>{"Access-Control-Allow-Origin", "*"}));
-  EXPECT_TRUE(Reply(p, "").empty());  // not a cross-origin request
+  const Headers expected = {{"Access-Control-Allow-Origin", "*"},
+                            {"Access-Control-Expose-Headers", std::string(kCorsExposedResponseHeaders)}};
+  EXPECT_EQ(Reply(p, "http://anything.example"), expected);
+  // The same without an Origin: a cached copy then serves browsers too.
+  EXPECT_EQ(Reply(p, ""), expected);
 }
 
 TEST(Cors, PreflightsGetMethodsHeadersAndMaxAgeOnlyForAllowedOrigins) {
   const CorsPolicy p = Policy({"http://example.com"});
   Headers h;
-  p.AppendPreflightHeaders("http://example.com", "POST", h);
+  p.AppendPreflightHeaders("http://example.com", "POST", "", h);
   EXPECT_EQ(h, (Headers{{"Access-Control-Allow-Methods", "POST"},
                         {"Access-Control-Allow-Headers", std::string(kCorsAllowedRequestHeaders)},
                         {"Access-Control-Max-Age", "600"}}));
+  // The headers the page asks for are allowed (the OpenAI SDK sends its own).
+  Headers asked;
+  p.AppendPreflightHeaders("http://example.com", "POST", "content-type,x-stainless-os, authorization", asked);
+  EXPECT_EQ(asked, (Headers{{"Access-Control-Allow-Methods", "POST"},
+                            {"Access-Control-Allow-Headers", "content-type,x-stainless-os, authorization"},
+                            {"Vary", "Access-Control-Request-Headers"},
+                            {"Access-Control-Max-Age", "600"}}));
+  // A list that is not header names falls back to the fixed list.
+  Headers odd;
+  p.AppendPreflightHeaders("http://example.com", "POST", "a\r\nSet-Cookie: x", odd);
+  ASSERT_EQ(odd.size(), 3u);
+  EXPECT_EQ(odd[1].second, std::string(kCorsAllowedRequestHeaders));
   Headers other;
-  p.AppendPreflightHeaders("http://evil.example", "POST", other);
+  p.AppendPreflightHeaders("http://evil.example", "POST", "content-type", other);
   EXPECT_TRUE(other.empty());
 }
 

@@ -199,7 +199,9 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   }
   std::vector<Item> items(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (!request.inputs[i].is_ids) p->result.characters += CountCodePoints(request.inputs[i].text);
+    // TEI counts a text's characters and a token-id input's ids.
+    p->result.characters += request.inputs[i].is_ids ? static_cast<std::int64_t>(request.inputs[i].ids.size())
+                                                     : CountCodePoints(request.inputs[i].text);
     if (!prompt->text.empty() && !request.inputs[i].is_ids) {
       request.inputs[i].text.insert(0, prompt->text);
     } else if (request.prompt_name.has_value() && !request.prompt_name->empty() && request.inputs[i].is_ids) {

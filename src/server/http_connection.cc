@@ -14,6 +14,21 @@
 #include "server/response_head.h"
 
 namespace tokenbatch::server::http_internal {
+namespace {
+
+// Every value of a header that may be repeated, joined as one comma-separated
+// list (RFC 9110 section 5.3).
+std::string JoinedField(const http::request<http::string_body>& req, http::field name) {
+  std::string out;
+  const auto [first, last] = req.equal_range(name);
+  for (auto it = first; it != last; ++it) {
+    if (!out.empty()) out += ", ";
+    out.append(it->value().data(), it->value().size());
+  }
+  return out;
+}
+
+}  // namespace
 
 void Session::DeliverReply(std::uint64_t gen, HttpReply reply) {
   net::dispatch(stream_.get_executor(), [self = shared_from_this(), gen, reply = std::move(reply)]() mutable {
@@ -134,8 +149,10 @@ void Session::OnRead(beast::error_code ec, std::size_t) {
                       .target = std::string(req.target()),
                       .authorization = std::string(req[http::field::authorization]),
                       .origin = origin_,
-                      .content_encoding = std::string(req[http::field::content_encoding]),
+                      .content_encoding = JoinedField(req, http::field::content_encoding),
                       .access_control_request_method = std::string(req[http::field::access_control_request_method]),
+                      .access_control_request_headers =
+                          std::string(req[http::field::access_control_request_headers]),
                       .body = std::move(req.body()),
                       .request_id = {},
                       .timeout_ms = std::string(req["x-request-timeout-ms"])};

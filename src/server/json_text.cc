@@ -52,8 +52,9 @@ bool FitsSimdjson(std::string_view literal) {
     const absl::string_view digits(literal.data(), literal.size());
     return absl::SimpleAtoi(digits, &i) || absl::SimpleAtoi(digits, &u);
   }
-  const std::string copy(literal);  // strtod reads up to a NUL
-  return std::isfinite(std::strtod(copy.c_str(), nullptr));
+  // SimpleAtod: no locale, and infinity for a value beyond a double (zero below).
+  double d = 0;
+  return absl::SimpleAtod(absl::string_view(literal.data(), literal.size()), &d) && std::isfinite(d);
 }
 
 }  // namespace
@@ -128,12 +129,18 @@ ClampedBody ClampHugeNumbers(std::string_view body) {
                                  body[j] == 'e' || body[j] == 'E' || body[j] == '+' || body[j] == '-')) {
         ++j;
       }
-      numbers.emplace_back(i, j);
+      // Only long numbers and exponents can be huge or collide with a substitute
+      // (19 or 20 characters): a body of small numbers costs no memory here.
+      const std::string_view span = body.substr(i, j - i);
+      if (span.size() >= 19 || span.find_first_of("eE") != std::string_view::npos) numbers.emplace_back(i, j);
       i = j - 1;
     }
   }
+  // Substitutes have 19 or 20 characters: only numbers as long can collide with one.
   std::set<std::string_view> literals;
-  for (const auto& [b, e] : numbers) literals.insert(body.substr(b, e - b));
+  for (const auto& [b, e] : numbers) {
+    if (e - b >= 19 && e - b <= 20) literals.insert(body.substr(b, e - b));
+  }
   ClampedBody out;
   std::uint64_t next_positive = UINT64_MAX;
   std::int64_t next_negative = INT64_MIN;

@@ -114,7 +114,7 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     HttpReply r{.status = 204, .content_type = ""};
     r.headers.emplace_back("Allow", allow);
     if (!request.access_control_request_method.empty()) {
-      cors_.AppendPreflightHeaders(request.origin, methods, r.headers);
+      cors_.AppendPreflightHeaders(request.origin, methods, request.access_control_request_headers, r.headers);
     }
     reply(std::move(r));
     return {};

@@ -43,8 +43,10 @@ struct HttpRequest {
   std::string authorization;  // the Authorization header, or empty
   std::string origin;         // the Origin header (a browser's page), or empty
   std::string content_encoding;  // the Content-Encoding header, or empty
-  // The Access-Control-Request-Method header: set only on a CORS preflight.
+  // The Access-Control-Request-Method and -Headers headers: set only on a CORS
+  // preflight.
   std::string access_control_request_method;
+  std::string access_control_request_headers;
   std::string body;
   std::string request_id;     // for logs and the x-request-id header
   // The X-Request-Timeout-Ms header, or empty: the request's inputs must be
@@ -74,7 +76,8 @@ class Router {
   // an empty function when there is nothing to cancel.
   std::function<void()> Handle(HttpRequest request, Respond respond);
 
-  // From now on every request but /health, /info and /metrics gets 503.
+  // From now on every embedding, tokenize and decode request gets 503; /health
+  // answers 503 too, and the other GET routes, HEAD and OPTIONS are still answered.
   void BeginShutdown() { shutting_down_.store(true); }
   [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }
   // HTTP requests accepted and not answered yet.

@@ -186,7 +186,9 @@ TEST(ServeBinary, TeiDefaultsAutoTruncateAndClientBatchSize) {
   const std::string long_text = "one two three four five six seven eight nine ten eleven twelve";
   ServeProcess serve({"--max-input-tokens", "8"}, {"CORS_ALLOW_ORIGIN=http://a.example,http://b.example"});
   ASSERT_NE(serve.port(), 0);
-  const json info = json::parse(Call(serve.port(), "GET", "/info")->body);
+  auto info_reply = Call(serve.port(), "GET", "/info");
+  ASSERT_TRUE(info_reply);
+  const json info = json::parse(info_reply->body);
   EXPECT_EQ(info["auto_truncate"], true);
   EXPECT_EQ(info["max_client_batch_size"], 2048);
   auto cut = Call(serve.port(), "POST", "/embed", json{{"inputs", long_text}}.dump());
@@ -205,13 +207,17 @@ TEST(ServeBinary, TeiDefaultsAutoTruncateAndClientBatchSize) {
 
   ServeProcess off({"--max-input-tokens", "8", "--auto-truncate=false"}, {});
   ASSERT_NE(off.port(), 0);
-  EXPECT_EQ(Call(off.port(), "POST", "/embed", json{{"inputs", long_text}}.dump())->status, 413);
+  auto off_reply = Call(off.port(), "POST", "/embed", json{{"inputs", long_text}}.dump());
+  ASSERT_TRUE(off_reply);
+  EXPECT_EQ(off_reply->status, 413);
   off.Signal(SIGTERM);
   EXPECT_EQ(off.WaitExit(std::chrono::seconds(10)), 0);
 
   ServeProcess split({"--max-input-tokens", "8", "--oversize", "split", "--split-overlap-tokens", "2"}, {});
   ASSERT_NE(split.port(), 0);
-  EXPECT_EQ(json::parse(Call(split.port(), "GET", "/info")->body)["auto_truncate"], false);
+  auto split_info = Call(split.port(), "GET", "/info");
+  ASSERT_TRUE(split_info);
+  EXPECT_EQ(json::parse(split_info->body)["auto_truncate"], false);
   auto windows = Call(split.port(), "POST", "/embed", json{{"inputs", long_text}}.dump());
   ASSERT_TRUE(windows);
   EXPECT_EQ(windows->status, 200) << windows->body;

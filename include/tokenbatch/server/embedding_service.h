@@ -61,8 +61,8 @@ struct EmbedRequest {
 struct EmbedResult {
   std::vector<std::vector<float>> embeddings;  // one per input, same order
   std::int64_t tokens = 0;                     // tokens computed, all inputs
-  // Unicode characters (code points) of the text inputs as sent, without a
-  // prompt: TEI's x-compute-characters.
+  // TEI's x-compute-characters: Unicode characters (code points) of each text
+  // input as sent, without a prompt, and the number of ids of each token-id input.
   std::int64_t characters = 0;
   double tokenize_us = 0;                      // tokenising all inputs
   double queue_us = 0;                         // longest queue wait of an input
