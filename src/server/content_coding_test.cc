@@ -9,26 +9,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "testing/zlib_compress.h"
+
 namespace tokenbatch::server {
 namespace {
 
 using ::testing::HasSubstr;
 
-// `data` deflated with zlib's windowBits convention: 16 + 15 gzip, 15 zlib, -15 raw.
+using tokenbatch::testing::Gzip;
 std::string Compress(const std::string& data, int window_bits) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, data.size()) + 32, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
+  return tokenbatch::testing::ZlibCompress(data, window_bits);
 }
-std::string Gzip(const std::string& data) { return Compress(data, 16 + MAX_WBITS); }
 
 const std::string kBody = R"({"inputs": ["长文本", "a longer sentence, repeated; a longer sentence, repeated"]})";
 

@@ -57,6 +57,26 @@ bool FitsSimdjson(std::string_view literal) {
   return absl::SimpleAtod(absl::string_view(literal.data(), literal.size()), &d) && std::isfinite(d);
 }
 
+// Follows the JSON strings of a body one character at a time: Inside(c) is true
+// for the characters of a string, its quotes included.
+class StringScanner {
+ public:
+  bool Inside(char c) {
+    if (in_string_) {
+      if (escaped_) escaped_ = false;
+      else if (c == '\\') escaped_ = true;
+      else if (c == '"') in_string_ = false;
+      return true;
+    }
+    in_string_ = c == '"';
+    return in_string_;
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
 }  // namespace
 
 std::size_t FindInvalidUtf8(std::string_view s) {
@@ -95,15 +115,10 @@ std::size_t FindInvalidUtf8(std::string_view s) {
 
 int JsonNestingDepth(std::string_view s) {
   int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
+  StringScanner strings;
   for (char c : s) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
+    if (strings.Inside(c)) continue;
+    if (c == '[' || c == '{') {
       max_depth = std::max(max_depth, ++depth);
     } else if (c == ']' || c == '}') {
       --depth;
@@ -114,16 +129,11 @@ int JsonNestingDepth(std::string_view s) {
 
 ClampedBody ClampHugeNumbers(std::string_view body) {
   std::vector<std::pair<std::size_t, std::size_t>> numbers;  // [begin, end) of each number outside strings
-  bool in_string = false, escaped = false;
+  StringScanner strings;
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c = body[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '-' || absl::ascii_isdigit(static_cast<unsigned char>(c))) {
+    if (strings.Inside(c)) continue;
+    if (c == '-' || absl::ascii_isdigit(static_cast<unsigned char>(c))) {
       std::size_t j = i + 1;
       while (j < body.size() && (absl::ascii_isdigit(static_cast<unsigned char>(body[j])) || body[j] == '.' ||
                                  body[j] == 'e' || body[j] == 'E' || body[j] == '+' || body[j] == '-')) {

@@ -3,8 +3,6 @@
 // x-compute-characters and /tokenize shape, WWW-Authenticate on 401, and numbers
 // beyond 64 bits. Each test starts from the smallest request that showed a fault
 // and checks the exact answer.
-#include <zlib.h>
-
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/test_client.h"
+#include "testing/zlib_compress.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -23,20 +22,7 @@ using testing::Call;
 using testing::Connection;
 using testing::Response;
 using testing::StartTestServer;
-
-std::string Gzip(const std::string& data) {
-  z_stream zs{};
-  EXPECT_EQ(deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&zs, data.size()) + 32, '\0');
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  zs.avail_in = static_cast<uInt>(data.size());
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  out.resize(zs.total_out);
-  deflateEnd(&zs);
-  return out;
-}
+using tokenbatch::testing::Gzip;
 
 std::string Error(const Response& r) {
   const json j = json::parse(r.body);
