@@ -2,8 +2,10 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what it needs
 # (scripts/setup.sh), builds with -Werror, runs every test with CTest, builds
 # the model backend again against the PyPI torch wheel's libtorch and runs its
-# tests, then builds the core and runtime again under ThreadSanitizer and under
-# AddressSanitizer+UndefinedBehaviorSanitizer and runs their tests.
+# tests, checks the lock annotations with clang, installs the core and runtime
+# and builds a program against them, then builds the core and runtime again
+# under ThreadSanitizer and under AddressSanitizer+UndefinedBehaviorSanitizer and
+# runs their tests.
 # Usage: bash scripts/test.sh            (JOBS=N to change build parallelism)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,10 +32,18 @@ cmake --build build-pytorch -j "$JOBS" --target tokenbatch_cli hf_encoder_test
 ctest --test-dir build-pytorch -j "$JOBS" \
   -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$'
 
-echo "== clang -Wthread-safety over the runtime (lock annotations)"
-for tu in src/runtime/batcher_test.cc src/runtime/batcher_stress_test.cc; do
-  clang++ -std=c++20 -fsyntax-only -Wthread-safety -Werror -Iinclude -I. "$tu"
-done
+echo "== clang -Wthread-safety over every translation unit that takes a lock (lock annotations)"
+python3 scripts/check_thread_safety.py build "$JOBS"
+
+echo "== the core and runtime installed into a prefix, and a program built against them"
+cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKENBATCH_WERROR=ON \
+  -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_BUILD_TESTS=OFF
+cmake --build build-install -j "$JOBS"
+rm -rf build-install/prefix build-install/consumer
+cmake --install build-install --prefix build-install/prefix
+cmake -S tests/consumer -B build-install/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install/prefix"
+cmake --build build-install/consumer
+build-install/consumer/consumer
 
 for sanitizer in thread address; do
   echo "== core + runtime under sanitizer: $sanitizer"

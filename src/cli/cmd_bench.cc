@@ -12,16 +12,13 @@
 //
 // Defaults: 100 requests (the seed's 5,000 scaled down 50×), the MiniLM-shaped
 // model from scripts/gen_models.py with its BERT tokenizer, budget 4,096 padded
-// tokens, one libtorch thread. The run is compute-bound: the encoder costs ~25
-// MFLOP per padded token and OpenBLAS sustains ~20-26 GFLOP/s per core here, so
-// ~1,000 padded tokens/s; the six policies pad ~230k tokens in all, about 5
-// minutes on a shared 2-core machine (docs/benchmarks.md). One thread because on
-// a shared CPU a 2-thread forward waits on descheduled threads (measured slower
-// in docs/benchmarks.md, "Threads per forward").
+// tokens, one libtorch thread. The run is compute-bound (the time per padded
+// token and the run's length on this machine are in docs/benchmarks.md). One
+// thread because on a shared CPU a 2-thread forward waits on descheduled threads
+// (docs/benchmarks.md, "Threads per forward").
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,10 +27,12 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/model_loader.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/runtime/batcher.h"
+#include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/sim/batch_former.h"
 #include "tokenbatch/sim/progress.h"
 #include "tokenbatch/sim/report.h"
@@ -42,6 +41,8 @@
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"bench"};
 
 using backend::Embedding;
 using backend::EmbeddingInput;
@@ -60,11 +61,6 @@ struct BenchFlags : MixFlags, ReportFlags {
   std::string cost_model = "padded";
 };
 
-[[noreturn]] void Fail(const std::string& what) {
-  fmt::print(stderr, "bench: {}\n", what);
-  throw CLI::RuntimeError(1);
-}
-
 struct Request {
   EmbeddingInput input;
   bool is_long = false;
@@ -72,11 +68,13 @@ struct Request {
 
 // What one policy run records; turned into a sim::PolicyResult for the reports.
 struct Run {
-  std::mutex mu;
-  std::vector<double> latency_ms;  // per request; < 0: failed
-  std::vector<sim::BatchRecord> batches;
-  std::vector<double> fills;
-  std::size_t oom = 0, done = 0;
+  explicit Run(std::size_t requests) : latency_ms(requests, -1) {}
+  Mutex mu;  // the Batcher's worker records batches and results while the main thread submits
+  std::vector<double> latency_ms ABSL_GUARDED_BY(mu);  // per request; < 0: failed
+  std::vector<sim::BatchRecord> batches ABSL_GUARDED_BY(mu);
+  std::vector<double> fills ABSL_GUARDED_BY(mu);
+  std::size_t oom ABSL_GUARDED_BY(mu) = 0;
+  std::size_t done ABSL_GUARDED_BY(mu) = 0;
 };
 
 double Fill(const sim::PolicySpec& p, const BatchShape& shape) {
@@ -93,7 +91,7 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
   const Clock::time_point start = Clock::now();
   absl::StatusOr<std::vector<Embedding>> out = encoder.Embed(inputs);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-  std::lock_guard lock(run.mu);
+  MutexLock lock(&run.mu);
   run.batches.push_back({.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - t0).count(),
                          .size = shape.size, .max_tokens = shape.max_tokens, .sum_tokens = shape.sum_tokens,
                          .cost = shape.padded_tokens(), .latency_us = us,
@@ -112,17 +110,17 @@ void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const st
   auto batcher = B::Create(options, [&](std::span<const EmbeddingInput> in) {
     return RunBatch(encoder, p, in, t0, run);
   });
-  if (!batcher.ok()) Fail(batcher.status().ToString());
+  if (!batcher.ok()) Fail(kCommand, batcher.status().ToString());
   for (std::size_t i = 0; i < requests.size(); ++i) {
     EmbeddingInput input = requests[i].input;
     const auto tokens = static_cast<std::int64_t>(input.input_ids.size());
     auto id = (*batcher)->Submit(std::move(input), tokens, {}, [&, i](B::Result r) {
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      std::lock_guard lock(run.mu);
+      MutexLock lock(&run.mu);
       run.latency_ms[i] = r.ok() ? ms : -1;
       bar.Update(++run.done, requests.size());
     });
-    if (!id.ok()) Fail(id.status().ToString());
+    if (!id.ok()) Fail(kCommand, id.status().ToString());
   }
   (*batcher)->Shutdown(ShutdownMode::kDrain);
 }
@@ -130,11 +128,11 @@ void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const st
 void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder,
                  const std::vector<Request>& requests, Run& run, sim::ProgressBar& bar) {
   auto former = sim::MakeFormer(p);
-  if (!former.ok()) Fail(former.status().ToString());
+  if (!former.ok()) Fail(kCommand, former.status().ToString());
   const Clock::time_point t0 = Clock::now();
   for (std::size_t i = 0; i < requests.size(); ++i) {
     absl::Status s = (*former)->Enqueue(i, static_cast<std::int64_t>(requests[i].input.input_ids.size()), t0);
-    if (!s.ok()) Fail(s.ToString());
+    if (!s.ok()) Fail(kCommand, s.ToString());
   }
   while ((*former)->queued() > 0) {
     sim::FormerDecision d = (*former)->Next(Clock::now());
@@ -146,6 +144,7 @@ void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder,
     for (RequestId id : d.batch) inputs.push_back(requests[id].input);
     const bool ok = RunBatch(encoder, p, inputs, t0, run).ok();
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    MutexLock lock(&run.mu);
     for (RequestId id : d.batch) run.latency_ms[id] = ok ? ms : -1;
     run.done += d.batch.size();
     bar.Update(run.done, requests.size());
@@ -154,6 +153,7 @@ void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder,
 
 sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>& requests, Run& run,
                             std::int64_t budget, std::int64_t peak_bytes) {
+  MutexLock lock(&run.mu);  // every thread that wrote it has finished; taken for the annotations
   sim::PolicyResult r;
   r.policy = p.name;
   r.requests = requests.size();
@@ -215,14 +215,14 @@ void Bench(BenchFlags flags) {
     flags.model.model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
   }
   absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, flags.max_positions, "mean");
-  if (!encoder.ok()) Fail(encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
+  if (!encoder.ok()) Fail(kCommand, encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
   if (encoder->max_positions > 0) flags.max_positions = std::min(flags.max_positions, encoder->max_positions);
   if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : TOKENBATCH_BERT_TOKENIZER;
   const backend::Encoder& model = *encoder->encoder;
   absl::StatusOr<CostModel> cost_model = CostModel::Parse(flags.cost_model);
-  if (!cost_model.ok() || cost_model->name() == "memory") Fail("--cost-model must be sum or padded");
+  if (!cost_model.ok() || cost_model->name() == "memory") Fail(kCommand, "--cost-model must be sum or padded");
   auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer);
-  if (!tok.ok()) Fail(tok.status().ToString());
+  if (!tok.ok()) Fail(kCommand, tok.status().ToString());
   const workload::TokenCounter count = [&](std::string_view text) -> absl::StatusOr<std::int64_t> {
     absl::StatusOr<size_t> n = (*tok)->Count(text);
     if (!n.ok()) return n.status();
@@ -232,24 +232,24 @@ void Bench(BenchFlags flags) {
   std::string source;
   if (!flags.workload.empty()) {
     auto loaded = workload::LoadJsonl(flags.workload, count);
-    if (!loaded.ok()) Fail(loaded.status().ToString());
+    if (!loaded.ok()) Fail(kCommand, loaded.status().ToString());
     texts = std::move(*loaded);
     source = flags.workload;
   } else {
     auto kind = workload::ParseMixKind(flags.mix);
-    if (!kind.ok()) Fail(kind.status().ToString());
+    if (!kind.ok()) Fail(kCommand, kind.status().ToString());
     auto mix = workload::GenerateMix(
         {.kind = *kind, .requests = flags.requests, .long_fraction = flags.long_fraction, .seed = flags.seed}, count);
-    if (!mix.ok()) Fail(mix.status().ToString());
+    if (!mix.ok()) Fail(kCommand, mix.status().ToString());
     texts = std::move(*mix);
     source = fmt::format("mix {} (seed {})", workload::MixKindName(*kind), flags.seed);
   }
   std::vector<Request> requests;
   std::size_t truncated = 0, n_long = 0;
   for (const workload::WorkloadRequest& w : texts) {
-    if (w.text.empty()) Fail("bench needs the text of every request (the workload has a token-only line)");
+    if (w.text.empty()) Fail(kCommand, "bench needs the text of every request (the workload has a token-only line)");
     auto enc = (*tok)->EncodeTruncated(w.text, static_cast<size_t>(flags.max_positions), {.with_offsets = false});
-    if (!enc.ok()) Fail(enc.status().ToString());
+    if (!enc.ok()) Fail(kCommand, enc.status().ToString());
     truncated += w.tokens > flags.max_positions ? 1 : 0;
     Request r;
     r.input.input_ids.assign(enc->ids.begin(), enc->ids.end());
@@ -259,21 +259,20 @@ void Bench(BenchFlags flags) {
   }
 
   std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, *cost_model, flags);
-  if (policies.empty()) Fail("--policies matched none of the policy names");
+  if (policies.empty()) Fail(kCommand, "--policies matched none of the policy names");
 
   // Warm-up: TorchScript's profiling executor optimises a graph on its first runs;
   // keep that out of every policy's numbers alike.
   for (int k = 0; k < 3; ++k) {
     std::vector<EmbeddingInput> warm(8, requests[static_cast<std::size_t>(k) % requests.size()].input);
-    if (auto w = model.Embed(warm); !w.ok()) Fail(w.status().ToString());
+    if (auto w = model.Embed(warm); !w.ok()) Fail(kCommand, w.status().ToString());
   }
 
   std::vector<sim::PolicyResult> results;
   for (const sim::PolicySpec& p : policies) {
-    Run run;
-    run.latency_ms.assign(requests.size(), -1);
+    Run run(requests.size());
     sim::ProgressBar bar(p.name, flags.progress);
-    if (absl::Status s = model.ResetPeakMemory(); !s.ok()) Fail(s.ToString());
+    if (absl::Status s = model.ResetPeakMemory(); !s.ok()) Fail(kCommand, s.ToString());
     if (p.kind == sim::FormerKind::kCore) {
       RunCore(p, model, requests, run, bar);
     } else {
@@ -305,7 +304,7 @@ void Bench(BenchFlags flags) {
   if (!flags.plots.empty()) {
     if (absl::Status s = sim::WritePlots(flags.plots, results, std::string(cost_model->name()) + " tokens", true);
         !s.ok()) {
-      Fail(s.ToString());
+      Fail(kCommand, s.ToString());
     }
   }
 }

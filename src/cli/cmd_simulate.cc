@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/sim/progress.h"
 #include "tokenbatch/sim/report.h"
@@ -30,6 +31,8 @@
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"simulate"};
 
 struct SimulateFlags : MixFlags, ReportFlags {
   std::string save_workload;
@@ -45,11 +48,6 @@ struct SimulateFlags : MixFlags, ReportFlags {
   std::int64_t budget = 4096;
   bool short_alone = false;
 };
-
-[[noreturn]] void Fail(const std::string& what) {
-  fmt::print(stderr, "simulate: {}\n", what);
-  throw CLI::RuntimeError(1);
-}
 
 using sim::ProgressBar;
 
@@ -80,29 +78,29 @@ void Run(const SimulateFlags& flags) {
   std::string source;
   if (!flags.workload.empty()) {
     auto loaded = workload::LoadJsonl(flags.workload, count);
-    if (!loaded.ok()) Fail(loaded.status().ToString());
+    if (!loaded.ok()) Fail(kCommand, loaded.status().ToString());
     requests = std::move(*loaded);
     source = flags.workload;
   } else {
     auto kind = workload::ParseMixKind(flags.mix);
-    if (!kind.ok()) Fail(kind.status().ToString());
+    if (!kind.ok()) Fail(kCommand, kind.status().ToString());
     workload::MixOptions mix{.kind = *kind, .requests = flags.requests, .long_fraction = flags.long_fraction,
                              .seed = flags.seed};
     auto generated = workload::GenerateMix(mix, count);
-    if (!generated.ok()) Fail(generated.status().ToString());
+    if (!generated.ok()) Fail(kCommand, generated.status().ToString());
     requests = std::move(*generated);
     source = fmt::format("mix {} (seed {})", workload::MixKindName(*kind), flags.seed);
     auto arrival = workload::ParseArrivalKind(flags.arrival);
-    if (!arrival.ok()) Fail(arrival.status().ToString());
+    if (!arrival.ok()) Fail(kCommand, arrival.status().ToString());
     absl::Status s = workload::AssignArrivals(
         {.kind = *arrival, .rate_per_s = flags.rate, .clients = flags.clients, .seed = flags.seed}, requests);
-    if (!s.ok()) Fail(s.ToString());
+    if (!s.ok()) Fail(kCommand, s.ToString());
   }
   if (!flags.save_workload.empty()) {
-    if (absl::Status s = workload::SaveJsonl(flags.save_workload, requests); !s.ok()) Fail(s.ToString());
+    if (absl::Status s = workload::SaveJsonl(flags.save_workload, requests); !s.ok()) Fail(kCommand, s.ToString());
   }
   auto arrival = workload::ParseArrivalKind(flags.arrival);
-  if (!arrival.ok()) Fail(arrival.status().ToString());
+  if (!arrival.ok()) Fail(kCommand, arrival.status().ToString());
 
   sim::ModelShape shape;
   if (flags.model == "qwen3-0.6b") {
@@ -110,24 +108,25 @@ void Run(const SimulateFlags& flags) {
   } else if (flags.model == "minilm") {
     shape = sim::ModelShape::MiniLML6();
   } else {
-    Fail("unknown --model '" + flags.model + "' (expected qwen3-0.6b or minilm)");
+    Fail(kCommand, "unknown --model '" + flags.model + "' (expected qwen3-0.6b or minilm)");
   }
   auto device = sim::DevicePreset(flags.device);
-  if (!device.ok()) Fail(device.status().ToString());
+  if (!device.ok()) Fail(kCommand, device.status().ToString());
   auto attention = sim::ParseAttention(flags.attention);
-  if (!attention.ok()) Fail(attention.status().ToString());
+  if (!attention.ok()) Fail(kCommand, attention.status().ToString());
   std::optional<sim::Calibration> calibration;
   if (!flags.calibration.empty()) {
     auto c = sim::LoadCalibration(flags.calibration);
-    if (!c.ok()) Fail(c.status().ToString());
+    if (!c.ok()) Fail(kCommand, c.status().ToString());
     calibration = *c;
   }
   auto gpu = sim::GpuModel::Create(shape, *device, {.attention = *attention}, calibration);
-  if (!gpu.ok()) Fail(gpu.status().ToString());
+  if (!gpu.ok()) Fail(kCommand, gpu.status().ToString());
 
   const CostModel matching = gpu->MatchingTokenCostModel();
   std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, matching, flags);
-  if (policies.empty()) Fail("--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
+  if (policies.empty())
+    Fail(kCommand, "--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
 
   std::vector<sim::SimRequest> sim_requests;
   std::int64_t short_tokens = 0, long_tokens = 0;
@@ -153,10 +152,10 @@ void Run(const SimulateFlags& flags) {
     ProgressBar bar(p.name, flags.progress);
     auto r = sim::Simulate(p, *gpu, sim_requests, options,
                            [&bar](std::size_t done, std::size_t total) { bar.Update(done, total); });
-    if (!r.ok()) Fail(r.status().ToString());
+    if (!r.ok()) Fail(kCommand, r.status().ToString());
     if (!short_only.empty() && short_only.size() < sim_requests.size()) {
       auto alone = sim::Simulate(p, *gpu, short_only, options);
-      if (!alone.ok()) Fail(alone.status().ToString());
+      if (!alone.ok()) Fail(kCommand, alone.status().ToString());
       r->latency_short_alone = alone->latency_short;
     }
     results.push_back(std::move(*r));
@@ -189,7 +188,7 @@ void Run(const SimulateFlags& flags) {
   }
   if (!flags.plots.empty()) {
     absl::Status s = sim::WritePlots(flags.plots, results, std::string(matching.name()) + " tokens", true);
-    if (!s.ok()) Fail(s.ToString());
+    if (!s.ok()) Fail(kCommand, s.ToString());
     fmt::print(stderr, "simulate: plots in {}/latency_cdf.png and {}/batch_cost.png\n", flags.plots, flags.plots);
   }
 }

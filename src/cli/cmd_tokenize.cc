@@ -20,11 +20,14 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/fail.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 namespace tokenbatch::cli {
 namespace {
+
+constexpr Command kCommand{"tokenize", 2};
 
 struct TokenizeFlags {
   std::string tokenizer_path;
@@ -72,12 +75,9 @@ std::string ProcessLine(const tokenizer::Tokenizer& tok, const std::string& line
   return out.dump();
 }
 
-int RunTokenize(const TokenizeFlags& flags) {
-  auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer_path);
-  if (!tok.ok()) {
-    std::cerr << "tokenbatch tokenize: " << tok.status().message() << "\n";
-    return 2;
-  }
+// Exits 2 when the tokenizer cannot be loaded, 1 when a line failed.
+void RunTokenize(const TokenizeFlags& flags) {
+  const auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(flags.tokenizer_path), flags.tokenizer_path);
   std::ios::sync_with_stdio(false);
   bool failed = false;
   std::string line;
@@ -85,10 +85,10 @@ int RunTokenize(const TokenizeFlags& flags) {
   while (std::getline(std::cin, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::cout << ProcessLine(**tok, line, line_no, flags, failed) << '\n';
+    std::cout << ProcessLine(*tok, line, line_no, flags, failed) << '\n';
   }
   std::cout.flush();
-  return failed ? 1 : 0;
+  if (failed) throw CLI::RuntimeError(1);  // each failed line already says why on stdout
 }
 
 }  // namespace
@@ -106,10 +106,7 @@ void AddTokenizeCommand(CLI::App& app) {
   cmd->add_flag("--keep-special-tokens", flags->keep_special_tokens,
                 "with --decode: keep special tokens in the text (default: skipped, as TEI's /decode)")
       ->needs(decode);
-  cmd->callback([flags] {
-    const int rc = RunTokenize(*flags);
-    if (rc != 0) std::exit(rc);
-  });
+  cmd->callback([flags] { RunTokenize(*flags); });
 }
 
 }  // namespace tokenbatch::cli

@@ -7,6 +7,19 @@
 
 namespace tokenbatch {
 
+absl::Status CheckQueueCapacity(const SchedulerOptions& options, std::size_t queued_requests,
+                                std::int64_t queued_tokens, std::size_t requests, std::int64_t tokens) {
+  if (options.max_queue_size > 0 && queued_requests + requests > options.max_queue_size) {
+    return QueueFullError(
+        absl::StrCat("queue full: ", queued_requests, " requests queued, max_queue_size ", options.max_queue_size));
+  }
+  if (options.max_queued_tokens > 0 && tokens > options.max_queued_tokens - queued_tokens) {
+    return QueueFullError(absl::StrCat("queue full: ", queued_tokens, " tokens queued + ", tokens,
+                                       " > max_queued_tokens ", options.max_queued_tokens));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<AdmissionPlan> PlanAdmission(std::int64_t tokens, const SchedulerOptions& options) {
   if (tokens < 1) {
     return InvalidArgumentError(absl::StrCat("request must have >= 1 token, got ", tokens));

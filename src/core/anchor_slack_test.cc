@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "src/core/test_clock.h"
+#include "core/test_clock.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/core/scheduler.h"
 

@@ -1,4 +1,4 @@
-#include "src/core/arrival_order.h"
+#include "core/arrival_order.h"
 
 #include <algorithm>
 

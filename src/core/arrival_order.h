@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "absl/container/btree_set.h"
-#include "src/core/request_keys.h"
+#include "core/request_keys.h"
 
 namespace tokenbatch::internal {
 

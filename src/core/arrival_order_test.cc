@@ -1,7 +1,7 @@
 // ArrivalOrder against a std::map doing the same operations: in-order appends
 // (the ring), out-of-order arrivals (the late btree), removals anywhere
 // (tombstones, trimming and compaction), and ordered iteration over both.
-#include "src/core/arrival_order.h"
+#include "core/arrival_order.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <random>
 
-#include "src/core/test_clock.h"
+#include "core/test_clock.h"
 #include "tokenbatch/core/scheduler.h"
 
 namespace tokenbatch {

@@ -1,4 +1,4 @@
-#include "src/core/length_runs.h"
+#include "core/length_runs.h"
 
 #include <algorithm>
 #include <iterator>

@@ -24,7 +24,7 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/inlined_vector.h"
-#include "src/core/request_keys.h"
+#include "core/request_keys.h"
 
 namespace tokenbatch::internal {
 

@@ -2,7 +2,7 @@
 // appends (the common case), out-of-order arrivals within a length, removals at
 // either end of a run and in the middle, ordered iteration both ways, and the
 // run-head changes the virtual-deadline index relies on.
-#include "src/core/length_runs.h"
+#include "core/length_runs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "src/core/packing.h"
+#include "core/packing.h"
 
 #include <cstdlib>
 #include <iterator>

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/core/request_queue.h"
+#include "core/request_queue.h"
 #include "tokenbatch/core/cost_model.h"
 
 namespace tokenbatch::internal {

@@ -1,4 +1,4 @@
-#include "src/core/request_queue.h"
+#include "core/request_queue.h"
 
 #include <algorithm>
 #include <limits>

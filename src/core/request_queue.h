@@ -24,9 +24,9 @@
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
-#include "src/core/arrival_order.h"
-#include "src/core/length_runs.h"
-#include "src/core/request_keys.h"
+#include "core/arrival_order.h"
+#include "core/length_runs.h"
+#include "core/request_keys.h"
 #include "tokenbatch/core/request.h"
 
 namespace tokenbatch::internal {

@@ -3,7 +3,7 @@
 // × tokens, seq) over every queued request, under random adds (some arriving
 // late, older than queued ones of their length), removals anywhere, and enough
 // churn to exercise the heap's rebuild.
-#include "src/core/request_queue.h"
+#include "core/request_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "src/core/packing.h"
-#include "src/core/request_queue.h"
+#include "core/packing.h"
+#include "core/request_queue.h"
+#include "tokenbatch/core/admission.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch {
@@ -58,17 +59,7 @@ std::size_t Scheduler::queued_requests() const { return state_->queue.size(); }
 std::int64_t Scheduler::queued_tokens() const { return state_->queue.tokens(); }
 
 absl::Status Scheduler::CheckCapacity(std::size_t requests, std::int64_t tokens) const {
-  const SchedulerOptions& o = state_->options;
-  const auto& q = state_->queue;
-  if (o.max_queue_size > 0 && q.size() + requests > o.max_queue_size) {
-    return QueueFullError(absl::StrCat("queue full: ", q.size(), " requests queued, max_queue_size ",
-                                       o.max_queue_size));
-  }
-  if (o.max_queued_tokens > 0 && tokens > o.max_queued_tokens - q.tokens()) {
-    return QueueFullError(absl::StrCat("queue full: ", q.tokens(), " tokens queued + ", tokens,
-                                       " > max_queued_tokens ", o.max_queued_tokens));
-  }
-  return absl::OkStatus();
+  return CheckQueueCapacity(state_->options, state_->queue.size(), state_->queue.tokens(), requests, tokens);
 }
 
 absl::Status Scheduler::CheckAdmissible(const RequestSpec& spec) const {

@@ -7,7 +7,7 @@
 
 #include <limits>
 
-#include "src/core/test_clock.h"
+#include "core/test_clock.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch {

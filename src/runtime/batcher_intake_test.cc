@@ -9,7 +9,7 @@
 #include <future>
 #include <thread>
 
-#include "src/runtime/test_backend.h"
+#include "runtime/test_backend.h"
 #include "tokenbatch/runtime/batcher.h"
 
 namespace tokenbatch {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "src/runtime/test_backend.h"
+#include "runtime/test_backend.h"
 
 namespace tokenbatch {
 namespace {

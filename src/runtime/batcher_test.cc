@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "src/runtime/test_backend.h"
+#include "runtime/test_backend.h"
 
 namespace tokenbatch {
 namespace {

@@ -3,8 +3,8 @@
 //
 // Why: the server watches a connection whose request is in flight for the
 // client leaving (to cancel its queued inputs). Starting that watch costs a
-// syscall and a cancelled operation per request (about 1 µs, 5% of the noop
-// server's CPU, docs/benchmarks.md), while most requests are answered within a
+// syscall and a cancelled operation per request (visible in the noop server's
+// profile, docs/benchmarks.md), while most requests are answered within a
 // millisecond. So a request's watch starts only once it has been in flight for
 // a period: the session adds itself here, and a timer rotates the list once a
 // period; what a rotation returns was added at least one period earlier.

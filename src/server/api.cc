@@ -32,9 +32,8 @@ std::string FloatsToBase64(const std::vector<float>& values) {
 
 namespace {
 // Embeddings are written by hand, each value as its shortest round-trip float32
-// text (float_text.h): several times faster than building a nlohmann::json of
-// doubles (grisu2 on double was a third of the server's CPU time under load),
-// and the float32 value printed shortest ("0.4586227", not
+// text (float_text.h): faster than building a nlohmann::json of doubles, whose
+// formatting dominated the server's CPU time under load, and the float32 value printed shortest ("0.4586227", not
 // "0.45862269401550293") parses back to the same float32. Non-finite values,
 // which JSON cannot hold, are written as null.
 void AppendFloats(std::string& out, const std::vector<float>& values) {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/embed_types.h"
 #include "tokenbatch/server/server_options.h"
 
 namespace tokenbatch::server {
@@ -40,7 +40,7 @@ inline constexpr std::int64_t kMaxPriority = 1'000'000;
 
 struct ApiLimits {
   std::size_t max_client_batch_size = kDefaultMaxClientBatchSize;  // more inputs -> 413
-  int max_json_depth = 64;                  // deeper nesting -> 400, checked before parsing
+  int max_json_depth = 64;  // deeper nesting -> 400, checked before parsing
 };
 
 struct OpenAiEmbeddingsRequest {

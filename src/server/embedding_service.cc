@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/cord.h"
@@ -12,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/runtime/batcher.h"
+#include "tokenbatch/runtime/mutex.h"
 #include "server/input_tokens.h"
 #include "server/work_queue.h"
 
@@ -84,15 +84,19 @@ absl::StatusOr<ItemOut> MergeWindows(std::span<const ItemOut> parts, std::span<c
   return out;
 }
 
-// One client request in flight: its inputs' results and who to tell.
+// One client request in flight: its inputs' results and who to tell. Shared by
+// the tokenizer thread that submits its inputs, the Batcher threads that resolve
+// them and the I/O thread of a client that disconnects.
 struct Pending {
-  std::mutex mu;
+  explicit Pending(std::size_t inputs) : outs(inputs), remaining(inputs + 1) {}  // + the submitter's hold
+
+  Mutex mu;
+  std::vector<ItemOut> outs ABSL_GUARDED_BY(mu);
+  std::vector<RequestId> ids ABSL_GUARDED_BY(mu);  // submitted so far
+  absl::Status error ABSL_GUARDED_BY(mu);          // the first failure
+  std::atomic<std::size_t> remaining;
+  // Written by the submitter before its hold is released, read by the last Release.
   EmbeddingService::EmbedCallback done;
-  std::vector<ItemOut> outs;
-  std::vector<RequestId> ids;  // submitted so far
-  absl::Status error;          // the first failure
-  bool cancelled = false;
-  std::atomic<std::size_t> remaining{0};
   EmbedResult result;
   ServiceBatcher* batcher = nullptr;
 
@@ -100,16 +104,18 @@ struct Pending {
   void Release(std::size_t k) {
     if (remaining.fetch_sub(k) != k) return;
     absl::Status failure;
+    std::vector<ItemOut> resolved;
     {
       // A client's disconnect can still call Fail (from an I/O thread) now.
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       failure = error;
+      resolved.swap(outs);
     }
     if (!failure.ok()) {
       done(std::move(failure));
       return;
     }
-    for (ItemOut& o : outs) {
+    for (ItemOut& o : resolved) {
       result.queue_us = std::max(result.queue_us, o.queue_us);
       result.inference_us = std::max(result.inference_us, o.inference_us);
       result.embeddings.push_back(std::move(o.values));
@@ -117,10 +123,10 @@ struct Pending {
     done(std::move(result));
   }
   // Records `status` as the request's failure (if first) and cancels the rest.
-  void Fail(absl::Status status) {
+  void Fail(absl::Status status) ABSL_LOCKS_EXCLUDED(mu) {
     std::vector<RequestId> to_cancel;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(&mu);
       if (!error.ok()) return;
       error = std::move(status);
       to_cancel = ids;
@@ -241,14 +247,14 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   std::size_t submitted = 0;
   absl::Status refused;
   for (std::size_t i = 0; i < n; ++i) {
-    std::lock_guard<std::mutex> lock(p->mu);
+    MutexLock lock(&p->mu);
     if (!p->error.ok()) break;  // cancelled or an earlier input failed
     const auto tokens = static_cast<std::int64_t>(items[i].input.input_ids.size());
     items[i].queued = SteadyClock::now();
     absl::StatusOr<RequestId> id = batcher->Submit(
         std::move(items[i]), tokens, submit, [p, i](absl::StatusOr<ItemOut> r) {
           if (r.ok()) {
-            std::lock_guard<std::mutex> lock(p->mu);
+            MutexLock lock(&p->mu);
             p->outs[i] = *std::move(r);
           } else {
             p->Fail(Prefixed(r.status(), absl::StrCat("input[", i, "]: ")));
@@ -337,10 +343,8 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
 }
 
 std::function<void()> EmbeddingService::Embed(EmbedRequest request, EmbedCallback done) {
-  auto p = std::make_shared<Pending>();
+  auto p = std::make_shared<Pending>(request.inputs.size());  // RunEmbed holds it until it has submitted all
   p->done = std::move(done);
-  p->outs.resize(request.inputs.size());
-  p->remaining = request.inputs.size() + 1;  // + RunEmbed's own hold, released after submitting
   p->batcher = impl_->batcher.get();
   Impl* impl = impl_.get();
   const bool posted = impl->Post([impl, p, req = std::move(request)]() mutable { impl->RunEmbed(p, req); });

@@ -4,13 +4,18 @@
 // to the backend.
 #include "tokenbatch/server/embedding_service.h"
 
+#include <atomic>
+#include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "testing/tokenizer_data.h"
+#include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -135,6 +140,55 @@ TEST(EmbeddingServicePrompts, PrependedCountedAndToldToTheBackend) {
   auto ids = EmbedNow(**service, EmbedRequest{.inputs = {EmbedInput{.is_ids = true, .ids = {101, 7592, 102}}},
                                               .prompt_name = "query"});
   EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Fan-out and fan-in: a request's inputs go to the Batcher one by one and the
+// request is answered once, when the last is resolved, with the first failure.
+TEST(EmbeddingServiceFanIn, OneFailingInputFailsTheRequestOnceNamingIt) {
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto service = EmbeddingService::Create({}, *std::move(tok), MakeNoopBackend({.hidden_size = 4, .fail_on_id = 666}));
+  ASSERT_TRUE(service.ok()) << service.status();
+  std::atomic<int> calls{0};
+  std::promise<absl::Status> result;
+  (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.is_ids = true, .ids = {1, 2}},
+                                            EmbedInput{.is_ids = true, .ids = {3, 666}},
+                                            EmbedInput{.is_ids = true, .ids = {4}}}},
+                    [&](absl::StatusOr<EmbedResult> r) {
+                      if (calls.fetch_add(1) == 0) result.set_value(r.status());
+                    });
+  const absl::Status status = result.get_future().get();
+  EXPECT_EQ(GetErrorKind(status), ErrorKind::kBackend);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("input[1]: "));
+  (*service).reset();  // drains: any late resolution would call back again
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(EmbeddingServiceFanIn, ADisconnectCancelsTheQueuedInputsAndAnswersOnce) {
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto service = EmbeddingService::Create(
+      {}, *std::move(tok), MakeNoopBackend({.hidden_size = 4, .delay = std::chrono::milliseconds(300)}));
+  ASSERT_TRUE(service.ok()) << service.status();
+  std::promise<absl::Status> first;
+  (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "keeps the worker busy"}}},
+                    [&](absl::StatusOr<EmbedResult> r) { first.set_value(r.status()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::atomic<int> calls{0};
+  std::promise<absl::Status> second;
+  std::function<void()> disconnect = (*service)->Embed(
+      EmbedRequest{.inputs = {EmbedInput{.text = "a"}, EmbedInput{.text = "b"}, EmbedInput{.text = "c"}}},
+      [&](absl::StatusOr<EmbedResult> r) {
+        if (calls.fetch_add(1) == 0) second.set_value(r.status());
+      });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its inputs are queued by now
+  disconnect();
+  disconnect();
+  const absl::Status status = second.get_future().get();
+  EXPECT_EQ(GetErrorKind(status), ErrorKind::kCancelled);
+  EXPECT_TRUE(first.get_future().get().ok());
+  (*service).reset();
+  EXPECT_EQ(calls.load(), 1);
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
 // Shortest round-trip text of a float32, for JSON embedding arrays (internal to
 // the server).
 //
-// Why not fmt: formatting an embedding is a fifth of the noop server's CPU per
-// request. The digits come from Dragonbox (Debian's libdragonbox-dev, the
+// Why not fmt: formatting embeddings is a large share of the noop server's CPU
+// per request. The digits come from Dragonbox (Debian's libdragonbox-dev, the
 // algorithm fmt itself uses); fmt's general float writer around them (sign,
 // locale decimal point, digit grouping, padding, width) cost more than the
-// digits. This writer only lays them out, a block of values at a time:
-// 6.0 µs per 384 floats against fmt's 6.6-7.2 µs (bench/server/float_text_bench,
-// docs/benchmarks.md). The layout is exactly fmt's "{}", which
+// digits. This writer only lays them out, a block of values at a time, faster
+// than fmt (bench/server/float_text_bench, docs/benchmarks.md). The layout is exactly fmt's "{}", which
 // float_text_test checks value for value against fmt:
 //   - fixed notation when the decimal exponent of the first digit is in
 //     [-4, 16): "0.0123", "12.5", "1234567" (no trailing ".0");

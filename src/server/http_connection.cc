@@ -215,6 +215,10 @@ void Session::SendParseError(int status, std::string message, ApiFlavor flavor) 
 
 void Session::Write(HttpReply reply, bool keep_alive) {
   reply_ = std::move(reply);
+  if (reply_.render) {  // formatted here, on the I/O thread (see HttpReply::render)
+    reply_.render(reply_.body);
+    reply_.render = nullptr;
+  }
   const auto status = static_cast<http::status>(reply_.status);
   const auto reason = http::obsolete_reason(status);
   reply_head_ = SerializeResponseHead({.status = reply_.status,

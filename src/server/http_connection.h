@@ -105,9 +105,8 @@ struct Shared {
 
   // Read and write deadlines (read_timeout): one sweep a period closes the
   // connections whose deadline has passed, instead of Beast's timer per socket
-  // operation (arming and cancelling those cost about 1 µs a request, 4% of the
-  // noop server's CPU, docs/benchmarks.md). A deadline is enforced up to a
-  // period late.
+  // operation, whose arming and cancelling showed in the noop server's profile
+  // (docs/benchmarks.md). A deadline is enforced up to a period late.
   void AddSession(Session* session) {
     MutexLock lock(&live_mu);
     live.insert(session);

@@ -42,7 +42,7 @@ struct HttpServer::Impl {
   // A connection's handlers must not run concurrently. With several I/O threads
   // that takes a strand per connection; with one, the io_context alone
   // serialises them, and a strand would only add a lock and a queue hop to every
-  // completion (about 8% of the noop server's CPU, docs/benchmarks.md).
+  // completion (docs/benchmarks.md).
   net::any_io_executor ConnectionExecutor() {
     if (shared.options.io_threads > 1) return net::make_strand(ioc);
     return ioc.get_executor();

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "tokenbatch/core/request.h"
-#include "tokenbatch/server/embedding_service.h"
+#include "tokenbatch/server/embed_types.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
 namespace tokenbatch::server {

@@ -4,9 +4,9 @@
 // Why not Beast's message and serializer: a reply here is a status, a content
 // type, up to ten short headers and one body string. Building a
 // beast::http::fields (an allocation per field and a case-insensitive tree
-// insert) and walking the serializer's buffer sequences cost the noop server
-// about a tenth of its CPU per request (docs/benchmarks.md, #5). The head is
-// written with the body as one gather write.
+// insert) and walking the serializer's buffer sequences were a large share of
+// the noop server's CPU per request (docs/benchmarks.md). The head is written
+// with the body as one gather write.
 //
 // Thread-safety: a pure function. Never blocks, never fails.
 #pragma once

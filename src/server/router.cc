@@ -73,43 +73,58 @@ void Router::CountReply(const std::string& route, int status) {
   ++replies_[{route, status}];
 }
 
+const Router::Route* Router::FindRoute(std::string_view path) {
+  static constexpr Route kRoutes[] = {
+      {"/v1/embeddings", false, ApiFlavor::kOpenAi, true, true, &Router::EmbedOpenAi},
+      {"/embed", false, ApiFlavor::kTei, true, true, &Router::EmbedTei},
+      {"/tokenize", false, ApiFlavor::kTei, true, true, &Router::Tokenize},
+      {"/decode", false, ApiFlavor::kTei, true, true, &Router::Decode},
+      {"/detokenize", false, ApiFlavor::kOpenAi, true, true, &Router::Detokenize},
+      {"/health", true, ApiFlavor::kTei, false, false, &Router::Health},
+      {"/info", true, ApiFlavor::kTei, true, false, &Router::Info},
+      {"/metrics", true, ApiFlavor::kTei, true, false, &Router::Metrics},
+      {"/v1/models", true, ApiFlavor::kOpenAi, true, false, &Router::Models},
+  };
+  for (const Route& route : kRoutes) {
+    if (path == route.path) return &route;
+  }
+  return nullptr;
+}
+
 std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   const Clock::time_point start = Clock::now();
-  std::string path = request.target.substr(0, request.target.find('?'));
-  const bool is_get = path == "/health" || path == "/info" || path == "/metrics" || path == "/v1/models";
-  const bool known = is_get || path == "/v1/embeddings" || path == "/embed" || path == "/tokenize" ||
-                     path == "/decode" || path == "/detokenize";
-  const std::string route = known ? path : "other";
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  const Route* route = FindRoute(path);
   in_flight_.fetch_add(1);
   // Every answer goes through here: count, log, tag with the request id and the
   // CORS headers.
   auto shared_respond = std::make_shared<Respond>(std::move(respond));
-  Respond reply = [this, route, start, id = request.request_id, method = request.method, origin = request.origin,
-                   shared_respond](HttpReply r) {
-    CountReply(route, r.status);
+  Respond reply = [this, name = std::string(route ? route->path : "other"), start, id = request.request_id,
+                   method = request.method, origin = request.origin, shared_respond](HttpReply r) {
+    CountReply(name, r.status);
     r.headers.emplace_back("x-request-id", id);
     cors_.AppendReplyHeaders(origin, r.headers);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (r.status >= 500) {
-      spdlog::warn("request_id={} method={} route={} status={} ms={:.3f} error={}", id, method, route, r.status, ms,
+      spdlog::warn("request_id={} method={} route={} status={} ms={:.3f} error={}", id, method, name, r.status, ms,
                    r.body);
     } else {
-      spdlog::debug("request_id={} method={} route={} status={} ms={:.3f}", id, method, route, r.status, ms);
+      spdlog::debug("request_id={} method={} route={} status={} ms={:.3f}", id, method, name, r.status, ms);
     }
     in_flight_.fetch_sub(1);
     (*shared_respond)(std::move(r));
   };
-  const ApiFlavor flavor =
-      path == "/v1/embeddings" || path == "/v1/models" || path == "/detokenize" ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
-  if (!known) {
+  if (route == nullptr) {
+    const ApiFlavor flavor = path.starts_with("/v1/") ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
     reply(ErrorReply(flavor, ApiError{404, absl::StrCat("no route for ", request.target)}));
     return {};
   }
+  const ApiFlavor flavor = route->flavor;
   // HEAD is GET without the body (RFC 9110 section 9.3.2): probes and load
   // balancers send it. OPTIONS is answered on every route, without the API
   // key: a browser's CORS preflight never carries credentials.
-  const char* const methods = is_get ? "GET, HEAD" : "POST";
-  const char* const allow = is_get ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
+  const char* const methods = route->get ? "GET, HEAD" : "POST";
+  const char* const allow = route->get ? "GET, HEAD, OPTIONS" : "POST, OPTIONS";
   if (request.method == "OPTIONS") {
     HttpReply r{.status = 204, .content_type = ""};
     r.headers.emplace_back("Allow", allow);
@@ -119,22 +134,14 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     reply(std::move(r));
     return {};
   }
-  const bool method_ok = is_get ? request.method == "GET" || request.method == "HEAD" : request.method == "POST";
+  const bool method_ok = route->get ? request.method == "GET" || request.method == "HEAD" : request.method == "POST";
   if (!method_ok) {
     HttpReply r = ErrorReply(flavor, ApiError{405, absl::StrCat(path, " accepts ", methods, ", not ", request.method)});
     r.headers.emplace_back("Allow", allow);  // required with 405 (RFC 9110 section 15.5.6)
     reply(std::move(r));
     return {};
   }
-  if (path == "/health") {
-    if (shutting_down()) {
-      reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
-    } else {
-      reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
-    }
-    return {};
-  }
-  if (!options_.api_key.empty() && !BearerMatches(request.authorization, options_.api_key)) {
+  if (route->needs_key && !options_.api_key.empty() && !BearerMatches(request.authorization, options_.api_key)) {
     const bool missing = request.authorization.empty();
     HttpReply r = ErrorReply(
         flavor, ApiError{401, missing ? "missing API key: send Authorization: Bearer <key>" : "wrong API key"});
@@ -144,53 +151,64 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     reply(std::move(r));
     return {};
   }
-  if (path == "/info") {
-    reply(Info());
-    return {};
-  }
-  if (path == "/v1/models") {
-    reply(Models());
-    return {};
-  }
-  if (path == "/metrics") {
-    reply(HttpReply{.status = 200, .content_type = "text/plain; version=0.0.4", .body = MetricsText()});
-    return {};
-  }
-  if (shutting_down()) {
-    reply(ErrorReply(flavor, ApiError{503, "the server is shutting down"}));
-    return {};
-  }
-  // The limit counts every request being handled, this one included.
-  if (options_.max_concurrent_requests > 0 &&
-      in_flight_.load() > static_cast<std::int64_t>(options_.max_concurrent_requests)) {
-    reply(ErrorReply(flavor, ApiError{429, absl::StrCat("more than ", options_.max_concurrent_requests,
-                                                        " concurrent requests (max_concurrent_requests)")}));
-    return {};
-  }
-  if (!request.content_encoding.empty()) {
-    auto decoded =
-        DecodeContentEncoding(request.content_encoding, std::move(request.body), options_.payload_limit);
-    if (auto* e = std::get_if<ApiError>(&decoded)) {
-      HttpReply r = ErrorReply(flavor, *e);
-      // Which codings would have been accepted (RFC 9110 section 15.5.16).
-      if (e->status == 415) r.headers.emplace_back("Accept-Encoding", std::string(kAcceptedContentCodings));
-      reply(std::move(r));
+  if (route->work) {
+    if (shutting_down()) {
+      reply(ErrorReply(flavor, ApiError{503, "the server is shutting down"}));
       return {};
     }
-    request.body = std::move(std::get<std::string>(decoded));
+    // The limit counts every request being handled, this one included.
+    if (options_.max_concurrent_requests > 0 &&
+        in_flight_.load() > static_cast<std::int64_t>(options_.max_concurrent_requests)) {
+      reply(ErrorReply(flavor, ApiError{429, absl::StrCat("more than ", options_.max_concurrent_requests,
+                                                          " concurrent requests (max_concurrent_requests)")}));
+      return {};
+    }
+    if (!request.content_encoding.empty()) {
+      auto decoded =
+          DecodeContentEncoding(request.content_encoding, std::move(request.body), options_.payload_limit);
+      if (auto* e = std::get_if<ApiError>(&decoded)) {
+        HttpReply r = ErrorReply(flavor, *e);
+        // Which codings would have been accepted (RFC 9110 section 15.5.16).
+        if (e->status == 415) r.headers.emplace_back("Accept-Encoding", std::string(kAcceptedContentCodings));
+        reply(std::move(r));
+        return {};
+      }
+      request.body = std::move(std::get<std::string>(decoded));
+    }
   }
-  std::function<void()> cancel;
-  if (path == "/tokenize") {
-    Tokenize(std::move(request), std::move(reply));
-  } else if (path == "/decode" || path == "/detokenize") {
-    Decode(std::move(request), std::move(reply), path == "/detokenize");
-  } else {
-    Embed(std::move(request), std::move(reply), flavor == ApiFlavor::kOpenAi, &cancel);
-  }
-  return cancel;
+  return (this->*route->handler)(std::move(request), std::move(reply));
 }
 
-void Router::Embed(HttpRequest request, Respond reply, bool openai, std::function<void()>* cancel) {
+std::function<void()> Router::Health(HttpRequest, Respond reply) {
+  if (shutting_down()) {
+    reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
+  } else {
+    reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
+  }
+  return {};
+}
+
+std::function<void()> Router::Metrics(HttpRequest, Respond reply) {
+  reply(HttpReply{.status = 200, .content_type = "text/plain; version=0.0.4", .body = MetricsText()});
+  return {};
+}
+
+std::function<void()> Router::EmbedOpenAi(HttpRequest request, Respond reply) {
+  return Embed(std::move(request), std::move(reply), /*openai=*/true);
+}
+std::function<void()> Router::EmbedTei(HttpRequest request, Respond reply) {
+  return Embed(std::move(request), std::move(reply), /*openai=*/false);
+}
+std::function<void()> Router::Decode(HttpRequest request, Respond reply) {
+  DecodeIds(std::move(request), std::move(reply), /*vllm=*/false);
+  return {};
+}
+std::function<void()> Router::Detokenize(HttpRequest request, Respond reply) {
+  DecodeIds(std::move(request), std::move(reply), /*vllm=*/true);
+  return {};
+}
+
+std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool openai) {
   const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
   const ApiFlavor flavor = openai ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   EmbedRequest embed;
@@ -198,7 +216,10 @@ void Router::Embed(HttpRequest request, Respond reply, bool openai, std::functio
   bool base64 = false;
   if (openai) {
     auto parsed = ParseOpenAiEmbeddings(request.body, limits);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      reply(ErrorReply(flavor, *e));
+      return {};
+    }
     auto& r = std::get<OpenAiEmbeddingsRequest>(parsed);
     embed = std::move(r.request);
     // Like OpenAI and vLLM, the response names the model actually served (the
@@ -206,23 +227,26 @@ void Router::Embed(HttpRequest request, Respond reply, bool openai, std::functio
     base64 = r.base64;
   } else {
     auto parsed = ParseTeiEmbed(request.body, limits);
-    if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(flavor, *e));
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      reply(ErrorReply(flavor, *e));
+      return {};
+    }
     embed = std::get<EmbedRequest>(std::move(parsed));
   }
   const Clock::time_point start = Clock::now();
   auto deadline = ParseTimeout(request.timeout_ms, start);
-  if (auto* e = std::get_if<ApiError>(&deadline)) return reply(ErrorReply(flavor, *e));
+  if (auto* e = std::get_if<ApiError>(&deadline)) {
+    reply(ErrorReply(flavor, *e));
+    return {};
+  }
   embed.deadline = std::get<std::optional<Clock::time_point>>(deadline);
-  *cancel = service_->Embed(
+  return service_->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
-        HttpReply out{.status = 200,
-                      .body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(*r, model, base64)
-                                                           : TeiEmbedBody(*r)};
+        HttpReply out{.status = 200};
         const double total_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
         // TEI's header names and units (milliseconds).
-        // emplace_back, not an initializer list: that would copy every string
-        // (the headers were ~10% of the noop server's CPU that way).
+        // emplace_back, not an initializer list: that would copy every string.
         out.headers.reserve(9);  // and x-request-id, added by Handle
         out.headers.emplace_back("x-compute-type", "tokenbatch");
         out.headers.emplace_back("x-compute-tokens", absl::StrCat(r->tokens));
@@ -232,22 +256,31 @@ void Router::Embed(HttpRequest request, Respond reply, bool openai, std::functio
         out.headers.emplace_back("x-inference-time", Millis(r->inference_us));
         out.headers.emplace_back("x-compute-time", Millis(r->queue_us + r->inference_us));
         out.headers.emplace_back("x-total-time", Millis(total_us));
+        // The JSON of the embeddings is written on the I/O thread, not here on
+        // the Batcher's worker.
+        out.render = [result = *std::move(r), flavor, model, base64](std::string& body) {
+          body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(result, model, base64) : TeiEmbedBody(result);
+        };
         reply(std::move(out));
       });
 }
 
-void Router::Tokenize(HttpRequest request, Respond reply) {
+std::function<void()> Router::Tokenize(HttpRequest request, Respond reply) {
   auto parsed = ParseTokenize(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
-  if (auto* e = std::get_if<ApiError>(&parsed)) return reply(ErrorReply(ApiFlavor::kTei, *e));
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    reply(ErrorReply(ApiFlavor::kTei, *e));
+    return {};
+  }
   auto texts = std::make_shared<std::vector<std::string>>(std::get<TokenizeRequest>(parsed).texts);
   service_->Tokenize(*texts, std::get<TokenizeRequest>(parsed).add_special_tokens,
                      [reply = std::move(reply), texts](auto r) {
                        if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
                        reply(HttpReply{.status = 200, .body = TokenizeBody(*texts, *r)});
                      });
+  return {};
 }
 
-void Router::Decode(HttpRequest request, Respond reply, bool vllm) {
+void Router::DecodeIds(HttpRequest request, Respond reply, bool vllm) {
   const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
   const ApiFlavor flavor = vllm ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   auto parsed = vllm ? ParseDetokenize(request.body, limits) : ParseDecode(request.body, limits);
@@ -273,7 +306,7 @@ void Router::Decode(HttpRequest request, Respond reply, bool vllm) {
                    });
 }
 
-HttpReply Router::Info() const {
+std::function<void()> Router::Info(HttpRequest, Respond reply) {
   const SchedulerOptions& s = service_->options().batcher.scheduler;
   const EmbeddingBackend& b = service_->backend();
   const BackendInfo model = b.info();
@@ -308,10 +341,11 @@ HttpReply Router::Info() const {
         {"max_queued_tokens", s.max_queued_tokens},
         {"workers", service_->options().batcher.num_workers}}},
       {"version", "0.1.0"}};
-  return HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  reply(HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  return {};
 }
 
-HttpReply Router::Models() const {
+std::function<void()> Router::Models(HttpRequest, Respond reply) {
   // OpenAI's model list: the one served model, `created` in Unix seconds.
   const nlohmann::json models = {
       {"object", "list"},
@@ -319,7 +353,8 @@ HttpReply Router::Models() const {
                                        {"object", "model"},
                                        {"created", created_unix_s_},
                                        {"owned_by", "tokenbatch"}}})}};
-  return HttpReply{.status = 200, .body = models.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  reply(HttpReply{.status = 200, .body = models.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  return {};
 }
 
 std::string Router::MetricsText() const {

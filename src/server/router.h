@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/api.h"
 #include "server/cors.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/server/embedding_service.h"
@@ -61,6 +62,11 @@ struct HttpReply {
   // Extra headers. Names are string literals (static storage), so that a reply's
   // nine TEI headers cost no allocation for their names.
   std::vector<std::pair<std::string_view, std::string>> headers;
+  // Set instead of `body` when formatting it should not happen on the thread that
+  // produced the result (a Batcher worker, whose next batch waits meanwhile):
+  // the socket layer calls it on an I/O thread, just before writing, to fill
+  // `body`. Must not throw.
+  std::function<void(std::string& body)> render;
 };
 
 class Router {
@@ -93,12 +99,34 @@ class Router {
   [[nodiscard]] std::string MetricsText() const;
 
  private:
-  void Embed(HttpRequest request, Respond respond, bool openai, std::function<void()>* cancel);
-  void Tokenize(HttpRequest request, Respond respond);
-  // TEI's /decode (`vllm` false) or vLLM's /detokenize (`vllm` true).
-  void Decode(HttpRequest request, Respond respond, bool vllm);
-  HttpReply Info() const;
-  HttpReply Models() const;
+  // A route's handler: answers through `respond` (exactly once) and returns the
+  // cancel function of Handle (empty when there is nothing to cancel).
+  using Handler = std::function<void()> (Router::*)(HttpRequest request, Respond respond);
+  // One row of the route table (router.cc): what Handle checks before the handler.
+  struct Route {
+    const char* path;
+    bool get;          // GET (and HEAD); else POST
+    ApiFlavor flavor;  // the shape of its error bodies
+    bool needs_key;    // false only for /health, which probes call without one
+    // Tokenises or embeds: refused while shutting down, counted against
+    // max_concurrent_requests, its body decoded (Content-Encoding) first.
+    bool work;
+    Handler handler;
+  };
+  // The route for `path`, or nullptr.
+  static const Route* FindRoute(std::string_view path);
+
+  std::function<void()> Health(HttpRequest request, Respond respond);
+  std::function<void()> Info(HttpRequest request, Respond respond);
+  std::function<void()> Models(HttpRequest request, Respond respond);
+  std::function<void()> Metrics(HttpRequest request, Respond respond);
+  std::function<void()> EmbedOpenAi(HttpRequest request, Respond respond);
+  std::function<void()> EmbedTei(HttpRequest request, Respond respond);
+  std::function<void()> Tokenize(HttpRequest request, Respond respond);
+  std::function<void()> Decode(HttpRequest request, Respond respond);      // TEI's /decode
+  std::function<void()> Detokenize(HttpRequest request, Respond respond);  // vLLM's /detokenize
+  std::function<void()> Embed(HttpRequest request, Respond respond, bool openai);
+  void DecodeIds(HttpRequest request, Respond respond, bool vllm);
 
   const ServerOptions options_;
   const CorsPolicy cors_;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/test_client.h"
+#include "tokenbatch/server/model_backends.h"
 #include "testing/float_compare.h"
 
 namespace tokenbatch::server {

@@ -1,7 +1,7 @@
 // The libtorch backends: backend::TorchEncoder (TorchScript files) and
 // hf::HfEncoder (Hugging Face directories) behind the server's interface.
 // Only the encoders' public (torch-free) headers are included here.
-#include "tokenbatch/server/embedding_backend.h"
+#include "tokenbatch/server/model_backends.h"
 
 namespace tokenbatch::server {
 namespace {

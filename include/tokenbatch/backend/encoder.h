@@ -83,8 +83,8 @@ struct EncoderOptions {
   // applied on each calling thread since OpenMP keeps the count per thread) and,
   // when the BLAS is OpenBLAS, its thread count (openblas_set_num_threads, which
   // is process-wide: the last Load that sets it wins). 0 leaves both defaults
-  // (all cores). Oversubscription is costly: measured on a shared 2-core machine,
-  // MiniLM on [1, 16] took 21 ms with 1 thread and 293 ms with 2 (docs/benchmarks.md).
+  // (all cores). Oversubscription is costly: on a shared machine a forward waits
+  // for descheduled threads (docs/benchmarks.md, "Threads per forward").
   int num_threads = 0;
   // Longest request accepted, in tokens (the model's position table). 0 = unchecked.
   int64_t max_positions = 0;

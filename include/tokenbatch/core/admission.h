@@ -7,6 +7,7 @@
 // queued and stays with its caller.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,15 @@ struct AdmissionPlan {
 // max_input_tokens 4096 (max_batch_tokens 4096, cost model padded)".
 [[nodiscard]] absl::StatusOr<AdmissionPlan> PlanAdmission(std::int64_t tokens,
                                                           const SchedulerOptions& options);
+
+// The queue limits, as one rule for every queue that enforces them (the
+// Scheduler's, and the Batcher's intake plus Scheduler): QueueFull if adding
+// `requests` requests of `tokens` tokens in all to a queue holding
+// `queued_requests` requests and `queued_tokens` tokens would pass
+// options.max_queue_size or options.max_queued_tokens (0 = no limit), naming
+// the limit; OK otherwise.
+[[nodiscard]] absl::Status CheckQueueCapacity(const SchedulerOptions& options, std::size_t queued_requests,
+                                              std::int64_t queued_tokens, std::size_t requests, std::int64_t tokens);
 
 // Windows of `window` tokens whose starts are `window - overlap` apart, covering
 // [0, tokens); the last one may be shorter. Requires 0 <= overlap < window and

@@ -46,19 +46,16 @@ absl::Status Batcher<In, Out>::Refuse(absl::Status status) {
 
 template <typename In, typename Out>
 absl::Status Batcher<In, Out>::CheckCapacityLocked(std::size_t requests, std::int64_t tokens) const {
-  const SchedulerOptions& o = options_.scheduler;
-  const std::size_t queued = scheduled_requests_ + intake_.size();
-  const std::int64_t queued_tokens = scheduled_tokens_ + intake_tokens_;
-  if (o.max_queue_size > 0 && queued + requests > o.max_queue_size) {
-    return QueueFullError(absl::StrCat("queue full: ", queued, " requests queued, max_queue_size ",
-                                       o.max_queue_size));
-  }
-  if (o.max_queued_tokens > 0 && tokens > o.max_queued_tokens - queued_tokens) {
-    return QueueFullError(absl::StrCat("queue full: ", queued_tokens, " tokens queued + ", tokens,
-                                       " > max_queued_tokens ", o.max_queued_tokens));
-  }
-  return absl::OkStatus();
+  return CheckQueueCapacity(options_.scheduler, scheduled_requests_ + intake_.size(),
+                            scheduled_tokens_ + intake_tokens_, requests, tokens);
 }
+
+namespace batcher_internal {
+// Every slot of the slab is live: refused like a full queue.
+inline absl::Status SlabFullError() {
+  return QueueFullError("queue full: 67,108,864 requests unresolved (the Batcher's limit)");
+}
+}  // namespace batcher_internal
 
 // The common case: a request that fits, without a deadline, goes to the intake.
 template <typename In, typename Out>
@@ -94,7 +91,7 @@ absl::StatusOr<RequestId> Batcher<In, Out>::SubmitWith(In&& input, std::int64_t 
     if (!accepting_) {
       refused = ShuttingDownError("batcher is shutting down; request not accepted");
     } else if (refused = CheckCapacityLocked(1, tokens); refused.ok() && !(slot = slab_.Allocate())) {
-      refused = QueueFullError("queue full: 67,108,864 requests unresolved (the Batcher's limit)");
+      refused = batcher_internal::SlabFullError();
     }
     if (refused.ok()) {
       id = *slot;
@@ -165,7 +162,7 @@ absl::StatusOr<RequestId> Batcher<In, Out>::SubmitPlanned(In&& input, std::int64
       for (std::size_t i = 0; refused.ok() && i < windows.size() + (split ? 1 : 0); ++i) {
         std::optional<RequestId> slot = slab_.Allocate();
         if (!slot) {
-          refused = QueueFullError("queue full: 67,108,864 requests unresolved (the Batcher's limit)");
+          refused = batcher_internal::SlabFullError();
         } else if (id == 0) {
           id = *slot;
           if (!split) scheduled.push_back(id);

@@ -262,8 +262,7 @@ template <typename In, typename Out>
 void Batcher<In, Out>::Fire(std::vector<Completion>& completions) {
   // Last to first: a thread waiting on these futures in submission order then
   // wakes once per batch (when the first is set, the rest are ready), instead
-  // of once per request with the worker preempted each time (measured: 10
-  // context switches per batch the other way round; docs/benchmarks.md).
+  // of once per request with the worker preempted each time (docs/benchmarks.md).
   for (auto it = completions.rbegin(); it != completions.rend(); ++it) {
     Completion& c = *it;
     if (c.merge) {

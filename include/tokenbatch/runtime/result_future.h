@@ -183,7 +183,7 @@ class ResultFuture {
   // Before sleeping, a waiter polls: kSpins pause-loads (a few microseconds on
   // current x86), then yields the CPU between polls for up to kYieldFor. A batch
   // usually completes within that time, and a sleeping waiter costs the setter a
-  // futex wake (a system call, ~2-5 µs of the worker's time) per batch.
+  // futex wake (a system call on the worker's time) per batch.
   static constexpr int kSpins = 256;
   static constexpr std::chrono::microseconds kYieldFor{50};
   // Spins briefly (the common case: the batch is about to complete), then sleeps

@@ -22,9 +22,6 @@
 
 #include "absl/status/statusor.h"
 #include "tokenbatch/backend/encoder.h"
-#ifdef TOKENBATCH_SERVER_HAVE_TORCH
-#include "tokenbatch/hf/hf_encoder.h"
-#endif
 
 namespace tokenbatch::server {
 
@@ -74,16 +71,5 @@ struct NoopBackendOptions {
 // and normalised as asked), so distinct inputs get distinct, checkable vectors
 // at a cost of O(H) per input. Fails only as NoopBackendOptions::fail_on_id asks.
 [[nodiscard]] std::unique_ptr<EmbeddingBackend> MakeNoopBackend(const NoopBackendOptions& options);
-
-#ifdef TOKENBATCH_SERVER_HAVE_TORCH
-// Loads a TorchScript encoder (see backend::TorchEncoder::Load for the options and
-// errors). vocab_size and max_positions come from `options`.
-[[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeTorchBackend(
-    const backend::EncoderOptions& options);
-// Loads a Hugging Face model directory (see hf::HfEncoder::Load for the options
-// and errors). vocab_size is the config's; max_positions its max_seq_length.
-[[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeHfBackend(
-    const hf::HfEncoderOptions& options);
-#endif
 
 }  // namespace tokenbatch::server

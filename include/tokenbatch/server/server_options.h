@@ -31,8 +31,6 @@ struct ServerOptions {
   // Threads running the socket I/O (parsing, writing). Connections are
   // multiplexed on them; no thread per connection.
   int io_threads = 2;
-  // Threads tokenising request inputs, so that long texts never block I/O.
-  int tokenizer_threads = 2;
   // Unset (empty): no authentication. Set: every route but /health needs
   // "Authorization: Bearer <api_key>", else 401.
   std::string api_key;

@@ -92,9 +92,9 @@ class Tokenizer {
  public:
   // Loads tokenizer.json from `path`. Errors: NotFoundError when the file cannot
   // be read; InvalidArgumentError for malformed JSON or a component that is not
-  // supported (the message names it, e.g. "unsupported model: Unigram"). Blocks
-  // on file I/O and parsing: about 0.9 s and 145 MB peak memory for Qwen3's
-  // 151k-token vocabulary, 0.05 s for BERT (measured with `tokenbatch tokenize`).
+  // supported (the message names it, e.g. "unsupported model: WordLevel"). Blocks
+  // on file I/O and parsing, for longer (and with more peak memory) the larger
+  // the vocabulary.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
   // Same, from the JSON text itself.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json);
