@@ -228,22 +228,9 @@ void Bench(BenchFlags flags) {
     if (!n.ok()) return n.status();
     return static_cast<std::int64_t>(*n);
   };
-  std::vector<workload::WorkloadRequest> texts;
-  std::string source;
-  if (!flags.workload.empty()) {
-    auto loaded = workload::LoadJsonl(flags.workload, count);
-    if (!loaded.ok()) Fail(kCommand, loaded.status().ToString());
-    texts = std::move(*loaded);
-    source = flags.workload;
-  } else {
-    auto kind = workload::ParseMixKind(flags.mix);
-    if (!kind.ok()) Fail(kCommand, kind.status().ToString());
-    auto mix = workload::GenerateMix(
-        {.kind = *kind, .requests = flags.requests, .long_fraction = flags.long_fraction, .seed = flags.seed}, count);
-    if (!mix.ok()) Fail(kCommand, mix.status().ToString());
-    texts = std::move(*mix);
-    source = fmt::format("mix {} (seed {})", workload::MixKindName(*kind), flags.seed);
-  }
+  const LoadedWorkload loaded = LoadWorkload(kCommand, flags, count);
+  const std::vector<workload::WorkloadRequest>& texts = loaded.requests;
+  const std::string& source = loaded.source;
   std::vector<Request> requests;
   std::size_t truncated = 0, n_long = 0;
   for (const workload::WorkloadRequest& w : texts) {

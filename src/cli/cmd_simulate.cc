@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,120 +72,132 @@ workload::TokenCounter MakeCounter(const SimulateFlags& flags, std::string& meth
   return {};
 }
 
-void Run(const SimulateFlags& flags) {
-  std::string count_method;
-  const workload::TokenCounter count = MakeCounter(flags, count_method);
-  std::vector<workload::WorkloadRequest> requests;
-  std::string source;
-  if (!flags.workload.empty()) {
-    auto loaded = workload::LoadJsonl(flags.workload, count);
-    if (!loaded.ok()) Fail(kCommand, loaded.status().ToString());
-    requests = std::move(*loaded);
-    source = flags.workload;
-  } else {
-    auto kind = workload::ParseMixKind(flags.mix);
-    if (!kind.ok()) Fail(kCommand, kind.status().ToString());
-    workload::MixOptions mix{.kind = *kind, .requests = flags.requests, .long_fraction = flags.long_fraction,
-                             .seed = flags.seed};
-    auto generated = workload::GenerateMix(mix, count);
-    if (!generated.ok()) Fail(kCommand, generated.status().ToString());
-    requests = std::move(*generated);
-    source = fmt::format("mix {} (seed {})", workload::MixKindName(*kind), flags.seed);
-    auto arrival = workload::ParseArrivalKind(flags.arrival);
-    if (!arrival.ok()) Fail(kCommand, arrival.status().ToString());
-    absl::Status s = workload::AssignArrivals(
-        {.kind = *arrival, .rate_per_s = flags.rate, .clients = flags.clients, .seed = flags.seed}, requests);
+// The workload with its arrival times: a --workload file keeps its own, a
+// generated mix gets --arrival's. Saved to --save-workload when asked.
+LoadedWorkload LoadRequests(const SimulateFlags& flags, const workload::TokenCounter& count,
+                            workload::ArrivalKind arrival) {
+  LoadedWorkload w = LoadWorkload(kCommand, flags, count);
+  if (flags.workload.empty()) {
+    const absl::Status s = workload::AssignArrivals(
+        {.kind = arrival, .rate_per_s = flags.rate, .clients = flags.clients, .seed = flags.seed}, w.requests);
     if (!s.ok()) Fail(kCommand, s.ToString());
   }
   if (!flags.save_workload.empty()) {
-    if (absl::Status s = workload::SaveJsonl(flags.save_workload, requests); !s.ok()) Fail(kCommand, s.ToString());
+    if (absl::Status s = workload::SaveJsonl(flags.save_workload, w.requests); !s.ok()) Fail(kCommand, s.ToString());
   }
-  auto arrival = workload::ParseArrivalKind(flags.arrival);
-  if (!arrival.ok()) Fail(kCommand, arrival.status().ToString());
+  return w;
+}
 
+// The simulated device running the --model shape: from the datasheet, or from
+// --calibration's measured latency and memory.
+struct SimulatedGpu {
   sim::ModelShape shape;
+  sim::DeviceSpec device;
+  std::optional<sim::GpuModel> gpu;
+};
+SimulatedGpu MakeGpu(const SimulateFlags& flags) {
+  SimulatedGpu out;
   if (flags.model == "qwen3-0.6b") {
-    shape = sim::ModelShape::Qwen3Embedding0_6B();
+    out.shape = sim::ModelShape::Qwen3Embedding0_6B();
   } else if (flags.model == "minilm") {
-    shape = sim::ModelShape::MiniLML6();
+    out.shape = sim::ModelShape::MiniLML6();
   } else {
     Fail(kCommand, "unknown --model '" + flags.model + "' (expected qwen3-0.6b or minilm)");
   }
-  auto device = sim::DevicePreset(flags.device);
-  if (!device.ok()) Fail(kCommand, device.status().ToString());
-  auto attention = sim::ParseAttention(flags.attention);
-  if (!attention.ok()) Fail(kCommand, attention.status().ToString());
+  out.device = OrFail(kCommand, sim::DevicePreset(flags.device), "--device");
+  const sim::Attention attention = OrFail(kCommand, sim::ParseAttention(flags.attention), "--attention");
   std::optional<sim::Calibration> calibration;
   if (!flags.calibration.empty()) {
-    auto c = sim::LoadCalibration(flags.calibration);
-    if (!c.ok()) Fail(kCommand, c.status().ToString());
-    calibration = *c;
+    calibration = OrFail(kCommand, sim::LoadCalibration(flags.calibration), "--calibration " + flags.calibration);
   }
-  auto gpu = sim::GpuModel::Create(shape, *device, {.attention = *attention}, calibration);
-  if (!gpu.ok()) Fail(kCommand, gpu.status().ToString());
+  out.gpu.emplace(OrFail(kCommand, sim::GpuModel::Create(out.shape, out.device, {.attention = attention}, calibration),
+                         "the GPU model"));
+  return out;
+}
 
-  const CostModel matching = gpu->MatchingTokenCostModel();
-  std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, matching, flags);
-  if (policies.empty())
-    Fail(kCommand, "--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
-
-  std::vector<sim::SimRequest> sim_requests;
-  std::int64_t short_tokens = 0, long_tokens = 0;
-  std::size_t n_long = 0;
-  for (const auto& r : requests) {
-    const bool is_long = r.length_class == workload::LengthClass::kLong;
-    sim_requests.push_back({.tokens = r.tokens, .is_long = is_long, .arrival_us = r.arrival_us});
-    (is_long ? long_tokens : short_tokens) += r.tokens;
-    n_long += is_long ? 1 : 0;
-  }
-  const sim::SimOptions options{.workers = flags.workers,
-                                .clients = *arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
-                                .over_budget_limit = flags.budget,
-                                .over_budget_model = matching};
-  // --short-alone: the same short requests, same arrival times, without the long ones.
+// Every policy through the simulation; with --short-alone, each also on the
+// short requests alone (same arrival times).
+std::vector<sim::PolicyResult> RunPolicies(const SimulateFlags& flags, const std::vector<sim::PolicySpec>& policies,
+                                           const sim::GpuModel& gpu, const std::vector<sim::SimRequest>& requests,
+                                           const sim::SimOptions& options) {
   std::vector<sim::SimRequest> short_only;
   if (flags.short_alone) {
-    std::copy_if(sim_requests.begin(), sim_requests.end(), std::back_inserter(short_only),
+    std::copy_if(requests.begin(), requests.end(), std::back_inserter(short_only),
                  [](const sim::SimRequest& r) { return !r.is_long; });
   }
   std::vector<sim::PolicyResult> results;
   for (const sim::PolicySpec& p : policies) {
     ProgressBar bar(p.name, flags.progress);
-    auto r = sim::Simulate(p, *gpu, sim_requests, options,
+    auto r = sim::Simulate(p, gpu, requests, options,
                            [&bar](std::size_t done, std::size_t total) { bar.Update(done, total); });
     if (!r.ok()) Fail(kCommand, r.status().ToString());
-    if (!short_only.empty() && short_only.size() < sim_requests.size()) {
-      auto alone = sim::Simulate(p, *gpu, short_only, options);
-      if (!alone.ok()) Fail(kCommand, alone.status().ToString());
-      r->latency_short_alone = alone->latency_short;
+    if (!short_only.empty() && short_only.size() < requests.size()) {
+      r->latency_short_alone = OrFail(kCommand, sim::Simulate(p, gpu, short_only, options), p.name).latency_short;
     }
     results.push_back(std::move(*r));
   }
+  return results;
+}
 
+void PrintReport(const SimulateFlags& flags, const LoadedWorkload& workload, const std::string& count_method,
+                 const SimulatedGpu& sim_gpu, const sim::SimOptions& options, const CostModel& matching,
+                 const std::vector<sim::PolicyResult>& results) {
+  std::int64_t short_tokens = 0, long_tokens = 0;
+  std::size_t n_long = 0;
+  for (const auto& r : workload.requests) {
+    const bool is_long = r.length_class == workload::LengthClass::kLong;
+    (is_long ? long_tokens : short_tokens) += r.tokens;
+    n_long += is_long ? 1 : 0;
+  }
+  const std::size_t n_short = workload.requests.size() - n_long;
+  const sim::GpuModel& gpu = *sim_gpu.gpu;
+  fmt::print("# tokenbatch simulate (deterministic discrete-event simulation)\n\n");
+  fmt::print("- workload: {}, {} requests ({} short, mean {:.1f} tokens; {} long, mean {:.1f} tokens), arrivals {}{}\n",
+             workload.source, workload.requests.size(), n_short,
+             n_short ? static_cast<double>(short_tokens) / n_short : 0.0, n_long,
+             n_long ? static_cast<double>(long_tokens) / n_long : 0.0, flags.arrival,
+             options.clients ? fmt::format(" ({} clients)", options.clients) : "");
+  fmt::print("- token counts: {}\n", count_method);
+  fmt::print("- device: simulated {} ({} TFLOP/s, {} GB/s, {:.1f} GiB usable), {} worker(s)\n", sim_gpu.device.name,
+             sim_gpu.device.peak_tflops, sim_gpu.device.bandwidth_gb_s,
+             static_cast<double>(gpu.usable_bytes()) / (1 << 30), flags.workers);
+  fmt::print("- model: {} shape, {} attention{}, weights {:.2f} GiB\n", sim_gpu.shape.name, flags.attention,
+             !flags.calibration.empty() ? ", latency and memory from " + flags.calibration : "",
+             static_cast<double>(gpu.weight_bytes()) / (1 << 30));
+  fmt::print("- budget: {} ({} cost for the token-budget policies, except seed-greedy: sum); "
+             "'over budget' = batches whose {} cost exceeds it\n\n",
+             flags.budget, matching.name(), matching.name());
+  fmt::print("{}", sim::MarkdownTable(results));
+  if (const std::string table = sim::ShortAloneTable(results); !table.empty()) {
+    fmt::print("\nShort requests under the mix vs the same short requests alone (same arrival times):\n\n{}", table);
+  }
+}
+
+void Run(const SimulateFlags& flags) {
+  std::string count_method;
+  const workload::TokenCounter count = MakeCounter(flags, count_method);
+  const workload::ArrivalKind arrival = OrFail(kCommand, workload::ParseArrivalKind(flags.arrival), "--arrival");
+  const LoadedWorkload workload = LoadRequests(flags, count, arrival);
+  const SimulatedGpu sim_gpu = MakeGpu(flags);
+  const CostModel matching = sim_gpu.gpu->MatchingTokenCostModel();
+  const std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, matching, flags);
+  if (policies.empty()) {
+    Fail(kCommand, "--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
+  }
+  std::vector<sim::SimRequest> requests;
+  for (const auto& r : workload.requests) {
+    requests.push_back(
+        {.tokens = r.tokens, .is_long = r.length_class == workload::LengthClass::kLong, .arrival_us = r.arrival_us});
+  }
+  const sim::SimOptions options{.workers = flags.workers,
+                                .clients = arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
+                                .over_budget_limit = flags.budget,
+                                .over_budget_model = matching};
+  const std::vector<sim::PolicyResult> results = RunPolicies(flags, policies, *sim_gpu.gpu, requests, options);
   if (flags.json) {
     fmt::print("{}", sim::ResultsJson(results));
   } else {
-    const std::size_t n_short = requests.size() - n_long;
-    fmt::print("# tokenbatch simulate (deterministic discrete-event simulation)\n\n");
-    fmt::print("- workload: {}, {} requests ({} short, mean {:.1f} tokens; {} long, mean {:.1f} tokens), arrivals {}{}\n",
-               source, requests.size(), n_short, n_short ? static_cast<double>(short_tokens) / n_short : 0.0, n_long,
-               n_long ? static_cast<double>(long_tokens) / n_long : 0.0, flags.arrival,
-               options.clients ? fmt::format(" ({} clients)", options.clients) : "");
-    fmt::print("- token counts: {}\n", count_method);
-    fmt::print("- device: simulated {} ({} TFLOP/s, {} GB/s, {:.1f} GiB usable), {} worker(s)\n", device->name,
-               device->peak_tflops, device->bandwidth_gb_s,
-               static_cast<double>(gpu->usable_bytes()) / (1 << 30), flags.workers);
-    fmt::print("- model: {} shape, {} attention{}, weights {:.2f} GiB\n", shape.name, flags.attention,
-               calibration ? ", latency and memory from " + flags.calibration : "",
-               static_cast<double>(gpu->weight_bytes()) / (1 << 30));
-    fmt::print("- budget: {} ({} cost for the token-budget policies, except seed-greedy: sum); "
-               "'over budget' = batches whose {} cost exceeds it\n\n",
-               flags.budget, matching.name(), matching.name());
-    fmt::print("{}", sim::MarkdownTable(results));
-    if (const std::string table = sim::ShortAloneTable(results); !table.empty()) {
-      fmt::print("\nShort requests under the mix vs the same short requests alone (same arrival times):\n\n{}",
-                 table);
-    }
+    PrintReport(flags, workload, count_method, sim_gpu, options, matching, results);
   }
   if (!flags.plots.empty()) {
     absl::Status s = sim::WritePlots(flags.plots, results, std::string(matching.name()) + " tokens", true);

@@ -1,6 +1,7 @@
 // Flags shared by `tokenbatch simulate` and `tokenbatch bench`: the workload mix
-// to generate and how to report the policy comparison. Each command's flags
-// struct derives from both, so its code reads them as its own members.
+// to generate (and LoadWorkload, which reads or generates it) and how to report
+// the policy comparison. Each command's flags struct derives from both, so its
+// code reads them as its own members.
 #pragma once
 
 #include <algorithm>
@@ -13,8 +14,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <fmt/format.h>
+
 #include "cli/duration_flag.h"
+#include "cli/fail.h"
 #include "tokenbatch/sim/batch_former.h"
+#include "tokenbatch/workload/workload.h"
 
 namespace tokenbatch::cli {
 
@@ -38,6 +43,28 @@ struct ReportFlags {
   std::string plots;  // folder for PNGs; empty: none
   bool progress = true;
 };
+
+// A workload to run: its requests and a description of where they came from.
+struct LoadedWorkload {
+  std::vector<workload::WorkloadRequest> requests;
+  std::string source;  // the --workload file, or "mix <kind> (seed <n>)"
+};
+
+// The --workload file of `flags` if set, else its generated --mix, each text
+// counted with `count` (arrival times as the file gives them, or all 0). Fails
+// `command` naming the cause.
+inline LoadedWorkload LoadWorkload(const Command& command, const MixFlags& flags,
+                                   const workload::TokenCounter& count) {
+  if (!flags.workload.empty()) {
+    return {OrFail(command, workload::LoadJsonl(flags.workload, count), "--workload " + flags.workload),
+            flags.workload};
+  }
+  const workload::MixKind kind = OrFail(command, workload::ParseMixKind(flags.mix), "--mix");
+  const workload::MixOptions mix{
+      .kind = kind, .requests = flags.requests, .long_fraction = flags.long_fraction, .seed = flags.seed};
+  return {OrFail(command, workload::GenerateMix(mix, count), "generating the mix"),
+          fmt::format("mix {} (seed {})", workload::MixKindName(kind), flags.seed)};
+}
 
 // --mix, --requests, --long-fraction, --seed (the workload generator).
 inline void AddMixFlags(CLI::App* cmd, MixFlags& f) {
