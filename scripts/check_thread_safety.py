@@ -4,8 +4,9 @@
 Reads the build's compile_commands.json (CMAKE_EXPORT_COMPILE_COMMANDS), keeps
 the project's translation units that take a lock (they name Mutex, MutexLock, a
 GUARDED_BY annotation or a std::mutex, or include a project header that does),
-and compiles each with clang++ -fsyntax-only -Wthread-safety -Werror, using the
-build's own include paths and definitions. GCC-only flags are dropped.
+and compiles each with clang++ -fsyntax-only -Wthread-safety
+-Werror=thread-safety, using the build's own include paths and definitions; the
+build's warning flags (GCC's) and its output flags are left out.
 
 Usage: scripts/check_thread_safety.py BUILD_DIR [JOBS]
 Exit status 1, with clang's diagnostics, if any file fails.
@@ -59,9 +60,11 @@ def takes_lock(path, seen):
 
 def clang_command(entry):
     args = entry.get("arguments") or shlex.split(entry["command"])
+    # The compiler, and a launcher before it (ccache g++ ...): everything before the first flag.
+    first_flag = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
     out = ["clang++", "-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety", "-Wno-unknown-warning-option"]
     skip = False
-    for a in args[1:]:
+    for a in args[first_flag:]:
         if skip:
             skip = False
             continue
@@ -85,8 +88,11 @@ def main():
     jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
     with open(os.path.join(build, "compile_commands.json")) as f:
         entries = json.load(f)
-    src = os.path.join(ROOT, "src") + os.sep
-    chosen = [e for e in entries if e["file"].startswith(src) and takes_lock(e["file"], set())]
+    def ours(path):  # the project's sources (src/, bench/, tests/), not generated files in build dirs
+        rel = os.path.relpath(path, ROOT)
+        return not rel.startswith("..") and not rel.split(os.sep)[0].startswith("build")
+
+    chosen = [e for e in entries if ours(e["file"]) and takes_lock(e["file"], set())]
     if not chosen:
         print("check_thread_safety: no translation unit takes a lock?", file=sys.stderr)
         return 1

@@ -201,6 +201,8 @@ Measured FromJson(const std::string& path) {
     m.loaded_bytes = j.at("loaded_process_bytes").get<std::int64_t>();
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
     m.points = ParseCalibrationGrid(j.at("grid"));
+  } catch (const CLI::Error&) {  // a Fail above: already said why
+    throw;
   } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors
     Fail(kCommand, fmt::format("{} is not a calibration written by this command: {}", path, e.what()));
   }

@@ -77,7 +77,7 @@ std::string ProcessLine(const tokenizer::Tokenizer& tok, const std::string& line
 
 // Exits 2 when the tokenizer cannot be loaded, 1 when a line failed.
 void RunTokenize(const TokenizeFlags& flags) {
-  const auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(flags.tokenizer_path), flags.tokenizer_path);
+  const auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(flags.tokenizer_path), "loading the tokenizer");
   std::ios::sync_with_stdio(false);
   bool failed = false;
   std::string line;

@@ -95,8 +95,10 @@ struct Pending {
   std::vector<RequestId> ids ABSL_GUARDED_BY(mu);  // submitted so far
   absl::Status error ABSL_GUARDED_BY(mu);          // the first failure
   std::atomic<std::size_t> remaining;
-  // Written by the submitter before its hold is released, read by the last Release.
+  // Set by Embed before the request is posted; called by the last Release.
   EmbeddingService::EmbedCallback done;
+  // Counts and times written by RunEmbed before it releases its hold, then read
+  // (and the embeddings added) by the last Release: `remaining` orders the two.
   EmbedResult result;
   ServiceBatcher* batcher = nullptr;
 

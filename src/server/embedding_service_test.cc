@@ -168,12 +168,20 @@ TEST(EmbeddingServiceFanIn, ADisconnectCancelsTheQueuedInputsAndAnswersOnce) {
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
   ASSERT_TRUE(tok.ok()) << tok.status();
   auto service = EmbeddingService::Create(
-      {}, *std::move(tok), MakeNoopBackend({.hidden_size = 4, .delay = std::chrono::milliseconds(300)}));
+      {}, *std::move(tok), MakeNoopBackend({.hidden_size = 4, .delay = std::chrono::milliseconds(500)}));
   ASSERT_TRUE(service.ok()) << service.status();
+  auto submitted = [&](std::uint64_t n) {  // waits until n inputs are in the Batcher
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((*service)->metrics().requests_submitted < n && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return (*service)->metrics().requests_submitted >= n;
+  };
   std::promise<absl::Status> first;
+  std::future<absl::Status> first_done = first.get_future();
   (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "keeps the worker busy"}}},
                     [&](absl::StatusOr<EmbedResult> r) { first.set_value(r.status()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(submitted(1));
   std::atomic<int> calls{0};
   std::promise<absl::Status> second;
   std::function<void()> disconnect = (*service)->Embed(
@@ -181,12 +189,14 @@ TEST(EmbeddingServiceFanIn, ADisconnectCancelsTheQueuedInputsAndAnswersOnce) {
       [&](absl::StatusOr<EmbedResult> r) {
         if (calls.fetch_add(1) == 0) second.set_value(r.status());
       });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // its inputs are queued by now
+  ASSERT_TRUE(submitted(4));  // its three inputs are queued behind the running batch
   disconnect();
   disconnect();
   const absl::Status status = second.get_future().get();
+  // The queued inputs were cancelled, not computed after the batch in front.
+  EXPECT_EQ(first_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   EXPECT_EQ(GetErrorKind(status), ErrorKind::kCancelled);
-  EXPECT_TRUE(first.get_future().get().ok());
+  EXPECT_TRUE(first_done.get().ok());
   (*service).reset();
   EXPECT_EQ(calls.load(), 1);
 }

@@ -111,7 +111,16 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     } else {
       spdlog::debug("request_id={} method={} route={} status={} ms={:.3f}", id, method, name, r.status, ms);
     }
-    in_flight_.fetch_sub(1);
+    if (r.render) {
+      // Still in flight until its body is written on the I/O thread (Stop waits
+      // for in_flight() == 0): the token's last copy, held by the render closure,
+      // ends it once the closure is called and dropped, or dropped unused (a
+      // client that left).
+      std::shared_ptr<void> token(nullptr, [this](void*) { in_flight_.fetch_sub(1); });
+      r.render = [render = std::move(r.render), token = std::move(token)](std::string& body) { render(body); };
+    } else {
+      in_flight_.fetch_sub(1);
+    }
     (*shared_respond)(std::move(r));
   };
   if (route == nullptr) {

@@ -7,7 +7,8 @@
 //   POST /v1/embeddings (OpenAI)   POST /embed (TEI)   POST /tokenize (TEI)
 //   POST /decode (TEI)   POST /detokenize (vLLM; OpenAI-shaped errors)
 //   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
-// Unknown paths get 404, a known path with another method 405 with an Allow
+// Unknown paths get 404 (OpenAI-shaped under /v1/, TEI-shaped elsewhere), a
+// known path with another method 405 with an Allow
 // header; HEAD is answered on every GET route as GET is (the socket layer sends
 // no body), OPTIONS on every route with 204 and Allow, plus the CORS preflight
 // headers for an allowed origin (cors.h); every reply to an allowed origin
@@ -65,7 +66,8 @@ struct HttpReply {
   // Set instead of `body` when formatting it should not happen on the thread that
   // produced the result (a Batcher worker, whose next batch waits meanwhile):
   // the socket layer calls it on an I/O thread, just before writing, to fill
-  // `body`. Must not throw.
+  // `body` (an exception becomes a 500). The request counts as in flight until
+  // it has been called or dropped.
   std::function<void(std::string& body)> render;
 };
 

@@ -1,8 +1,8 @@
 // The Router without sockets: HttpRequest in, HttpReply out, over a real
 // EmbeddingService (noop backend, the real Qwen3 tokenizer). Every route's
-// checks in the order Handle applies them, the reply rendered off the worker
-// thread, cancellation through the returned function, and the counts /metrics
-// reports.
+// checks in the order Handle applies them (method, key, shutdown, concurrency,
+// content coding), the reply rendered off the worker thread, cancellation
+// through the returned function, and the counts /metrics reports.
 #include "server/router.h"
 
 #include <atomic>
@@ -100,8 +100,8 @@ TEST(Router, EmbedRepliesAreRenderedByTheCallerNotTheWorker) {
   EXPECT_EQ(request_ids, 1);
 }
 
-TEST(Router, AuthShutdownConcurrencyAndCodingsInThatOrder) {
-  Fixture f = Make({.api_key = "k", .max_concurrent_requests = 1});
+TEST(Router, AuthCodingsAndShutdown) {
+  Fixture f = Make({.api_key = "k"});
   ASSERT_TRUE(f.router);
   HttpRequest no_key = Post("/embed", R"({"inputs":"a"})");
   const HttpReply unauthorized = Call(*f.router, no_key);
@@ -127,13 +127,24 @@ TEST(Router, AuthShutdownConcurrencyAndCodingsInThatOrder) {
   EXPECT_EQ(f.router->in_flight(), 0);
 }
 
+// Waits (up to 10 s) until the service has accepted `n` inputs into its Batcher.
+bool WaitForSubmitted(const EmbeddingService& service, std::uint64_t n) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (service.metrics().requests_submitted < n) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
 TEST(Router, TheCancelFunctionResolvesAQueuedRequestOnce) {
-  // 300 ms per batch keeps the second request queued behind the first.
-  Fixture f = Make({}, {.hidden_size = 4, .delay = std::chrono::milliseconds(300)});
+  // 500 ms per batch keeps the second request queued behind the first.
+  Fixture f = Make({}, {.hidden_size = 4, .delay = std::chrono::milliseconds(500)});
   ASSERT_TRUE(f.router);
   auto first = std::make_shared<std::promise<int>>();
+  std::future<int> first_done = first->get_future();
   f.router->Handle(Post("/embed", R"({"inputs":"first"})"), [first](HttpReply r) { first->set_value(r.status); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the first batch is running
+  ASSERT_TRUE(WaitForSubmitted(*f.service, 1));
   auto replies = std::make_shared<std::atomic<int>>(0);
   auto second = std::make_shared<std::promise<HttpReply>>();
   std::function<void()> cancel =
@@ -141,16 +152,31 @@ TEST(Router, TheCancelFunctionResolvesAQueuedRequestOnce) {
         if (replies->fetch_add(1) == 0) second->set_value(std::move(r));
       });
   ASSERT_TRUE(cancel);
+  ASSERT_TRUE(WaitForSubmitted(*f.service, 2));  // queued behind the running batch
   cancel();
   const HttpReply cancelled = second->get_future().get();
+  // Answered by the cancel itself, not when the batch in front of it ended.
+  EXPECT_EQ(first_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   EXPECT_EQ(cancelled.status, 499);
   EXPECT_THAT(cancelled.body, HasSubstr("disconnected"));
-  EXPECT_EQ(first->get_future().get(), 200);
+  EXPECT_EQ(first_done.get(), 200);
   cancel();  // a second call changes nothing
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  f.router.reset();
+  f.service.reset();  // drains: a late second answer would come before this returns
   EXPECT_EQ(replies->load(), 1);
-  EXPECT_EQ(f.router->in_flight(), 0);
-  EXPECT_THAT(f.router->MetricsText(), HasSubstr(R"(tokenbatch_http_requests_total{route="/embed",code="499"} 1)"));
+}
+
+TEST(Router, OneRequestOverTheConcurrencyLimitIs429) {
+  Fixture f = Make({.max_concurrent_requests = 1}, {.hidden_size = 4, .delay = std::chrono::milliseconds(300)});
+  ASSERT_TRUE(f.router);
+  auto first = std::make_shared<std::promise<int>>();
+  f.router->Handle(Post("/embed", R"({"inputs":"first"})"), [first](HttpReply r) { first->set_value(r.status); });
+  const HttpReply over = Call(*f.router, Post("/embed", R"({"inputs":"second"})"));
+  EXPECT_EQ(over.status, 429);
+  EXPECT_EQ(Header(over, "Retry-After"), "1");
+  EXPECT_EQ(first->get_future().get(), 200);
+  EXPECT_EQ(Call(*f.router, Post("/embed", R"({"inputs":"third"})")).status, 200);  // room again
+  EXPECT_THAT(f.router->MetricsText(), HasSubstr(R"(tokenbatch_http_requests_total{route="/embed",code="429"} 1)"));
 }
 
 }  // namespace

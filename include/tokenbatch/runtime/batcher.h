@@ -207,6 +207,10 @@ class Batcher {
   // Both Submit forms: the intake for the common case, else SubmitPlanned.
   absl::StatusOr<RequestId> SubmitWith(In&& input, std::int64_t tokens, const SubmitOptions& options,
                                        Notifier done);
+  // Fills a newly allocated record that will be scheduled (a request, or a window
+  // of a split one) as queued: its priority, tokens, arrival and input. Called by
+  // whoever owns the slot (under intake_mu_ before it is published, else mu_).
+  static void Stamp(Record& r, int priority, std::int64_t tokens, TimePoint now, In&& input);
   // Counts a refused Submit in the metrics and returns `status`.
   absl::Status Refuse(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_, intake_mu_);
   // QueueFull if `requests` more requests of `tokens` tokens in all would exceed

@@ -57,6 +57,15 @@ inline absl::Status SlabFullError() {
 }
 }  // namespace batcher_internal
 
+template <typename In, typename Out>
+void Batcher<In, Out>::Stamp(Record& r, int priority, std::int64_t tokens, TimePoint now, In&& input) {
+  r.stage = Stage::kQueued;
+  r.priority = priority;
+  r.tokens = tokens;
+  r.arrival = now;
+  r.input.emplace(std::move(input));
+}
+
 // The common case: a request that fits, without a deadline, goes to the intake.
 template <typename In, typename Out>
 absl::StatusOr<RequestId> Batcher<In, Out>::Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
@@ -96,11 +105,7 @@ absl::StatusOr<RequestId> Batcher<In, Out>::SubmitWith(In&& input, std::int64_t 
     if (refused.ok()) {
       id = *slot;
       Record& r = slab_.Get(id);
-      r.stage = Stage::kQueued;
-      r.priority = options.priority;
-      r.tokens = tokens;
-      r.arrival = now;
-      r.input.emplace(std::move(input));
+      Stamp(r, options.priority, tokens, now, std::move(input));
       r.done = std::move(done);
       intake_.push_back(id);
       intake_tokens_ += tokens;
@@ -206,11 +211,7 @@ absl::StatusOr<RequestId> Batcher<In, Out>::SubmitPlanned(In&& input, std::int64
       Record& r = slab_.Get(scheduled[i]);
       r.parent = split ? id : 0;
       r.index = static_cast<std::uint32_t>(i);
-      r.stage = Stage::kQueued;
-      r.priority = options.priority;
-      r.tokens = windows[i].size();
-      r.arrival = now;
-      r.input.emplace(pieces.empty() ? std::move(input) : std::move(pieces[i]));
+      Stamp(r, options.priority, windows[i].size(), now, pieces.empty() ? std::move(input) : std::move(pieces[i]));
       auto queued = scheduler_->Enqueue({scheduled[i], r.tokens, now, options.priority, options.deadline});
       if (!queued.ok()) failed = queued.status();
       wake = wake || (queued.ok() && queued->wake_worker);

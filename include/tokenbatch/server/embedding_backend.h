@@ -3,10 +3,9 @@
 // The server's Batcher hands a backend one batch of tokenised inputs and expects
 // one embedding per input, in order (the contract of backend::Encoder::Embed,
 // whose torch-free types are reused here). Three implementations:
-//   torch  backend::TorchEncoder on a TorchScript model (MakeTorchBackend, only
-//          when the libtorch backend is built: TOKENBATCH_SERVER_HAVE_TORCH);
-//   hf     hf::HfEncoder on a Hugging Face model directory (MakeHfBackend, same
-//          condition);
+//   torch  backend::TorchEncoder on a TorchScript model, and
+//   hf     hf::HfEncoder on a Hugging Face model directory (MakeTorchBackend and
+//          MakeHfBackend in model_backends.h, built with the libtorch backend);
 //   noop   fixed vectors without a model, for load tests of the HTTP path and for
 //          tests that need no model (MakeNoopBackend).
 // Embed may be called from several Batcher workers at once and blocks for the
