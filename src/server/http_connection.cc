@@ -215,15 +215,6 @@ void Session::SendParseError(int status, std::string message, ApiFlavor flavor) 
 
 void Session::Write(HttpReply reply, bool keep_alive) {
   reply_ = std::move(reply);
-  if (reply_.render) {  // formatted here, on the I/O thread (see HttpReply::render)
-    try {
-      reply_.render(reply_.body);
-    } catch (const std::exception& e) {  // out of memory for a large body: answered, not fatal
-      reply_.status = 500;
-      reply_.body = ErrorBody(ApiFlavor::kTei, ApiError{500, absl::StrCat("formatting the reply failed: ", e.what())});
-    }
-    reply_.render = nullptr;
-  }
   const auto status = static_cast<http::status>(reply_.status);
   const auto reason = http::obsolete_reason(status);
   reply_head_ = SerializeResponseHead({.status = reply_.status,

@@ -111,16 +111,7 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     } else {
       spdlog::debug("request_id={} method={} route={} status={} ms={:.3f}", id, method, name, r.status, ms);
     }
-    if (r.render) {
-      // Still in flight until its body is written on the I/O thread (Stop waits
-      // for in_flight() == 0): the token's last copy, held by the render closure,
-      // ends it once the closure is called and dropped, or dropped unused (a
-      // client that left).
-      std::shared_ptr<void> token(nullptr, [this](void*) { in_flight_.fetch_sub(1); });
-      r.render = [render = std::move(r.render), token = std::move(token)](std::string& body) { render(body); };
-    } else {
-      in_flight_.fetch_sub(1);
-    }
+    in_flight_.fetch_sub(1);
     (*shared_respond)(std::move(r));
   };
   if (route == nullptr) {
@@ -252,7 +243,12 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
   return service_->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
-        HttpReply out{.status = 200};
+        // Formatted here, on the Batcher's worker: with one I/O thread, that thread
+        // is the server's bottleneck, and moving the formatting onto it measured
+        // slower (docs/benchmarks.md, "Where the reply is formatted").
+        HttpReply out{.status = 200,
+                      .body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(*r, model, base64)
+                                                           : TeiEmbedBody(*r)};
         const double total_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
         // TEI's header names and units (milliseconds).
         // emplace_back, not an initializer list: that would copy every string.
@@ -265,11 +261,6 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
         out.headers.emplace_back("x-inference-time", Millis(r->inference_us));
         out.headers.emplace_back("x-compute-time", Millis(r->queue_us + r->inference_us));
         out.headers.emplace_back("x-total-time", Millis(total_us));
-        // The JSON of the embeddings is written on the I/O thread, not here on
-        // the Batcher's worker.
-        out.render = [result = *std::move(r), flavor, model, base64](std::string& body) {
-          body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(result, model, base64) : TeiEmbedBody(result);
-        };
         reply(std::move(out));
       });
 }

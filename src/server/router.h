@@ -63,12 +63,6 @@ struct HttpReply {
   // Extra headers. Names are string literals (static storage), so that a reply's
   // nine TEI headers cost no allocation for their names.
   std::vector<std::pair<std::string_view, std::string>> headers;
-  // Set instead of `body` when formatting it should not happen on the thread that
-  // produced the result (a Batcher worker, whose next batch waits meanwhile):
-  // the socket layer calls it on an I/O thread, just before writing, to fill
-  // `body` (an exception becomes a 500). The request counts as in flight until
-  // it has been called or dropped.
-  std::function<void(std::string& body)> render;
 };
 
 class Router {

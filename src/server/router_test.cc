@@ -1,8 +1,8 @@
 // The Router without sockets: HttpRequest in, HttpReply out, over a real
 // EmbeddingService (noop backend, the real Qwen3 tokenizer). Every route's
 // checks in the order Handle applies them (method, key, shutdown, concurrency,
-// content coding), the reply rendered off the worker thread, cancellation
-// through the returned function, and the counts /metrics reports.
+// content coding), the embedding reply, cancellation through the returned
+// function, and the counts /metrics reports.
 #include "server/router.h"
 
 #include <atomic>
@@ -44,17 +44,14 @@ Fixture Make(ServerOptions options = {}, NoopBackendOptions noop = {.hidden_size
   return f;
 }
 
-// Handles `request` and waits for its one reply, rendered as the socket layer
-// would (HttpReply::render on this thread).
+// Handles `request` and waits for its one reply.
 HttpReply Call(Router& router, HttpRequest request) {
   auto promise = std::make_shared<std::promise<HttpReply>>();
   auto replies = std::make_shared<int>(0);
   router.Handle(std::move(request), [promise, replies](HttpReply r) {
     if (++*replies == 1) promise->set_value(std::move(r));
   });
-  HttpReply reply = promise->get_future().get();
-  if (reply.render) reply.render(reply.body);
-  return reply;
+  return promise->get_future().get();
 }
 
 HttpRequest Post(std::string target, std::string body) {
@@ -81,16 +78,11 @@ TEST(Router, UnknownPathsMethodsAndPreflights) {
   EXPECT_EQ(Call(*f.router, {.method = "HEAD", .target = "/health"}).status, 200);
 }
 
-TEST(Router, EmbedRepliesAreRenderedByTheCallerNotTheWorker) {
+TEST(Router, EmbedReplyHasTheBodyAndTeiHeaders) {
   Fixture f = Make();
   ASSERT_TRUE(f.router);
-  auto promise = std::make_shared<std::promise<HttpReply>>();
-  f.router->Handle(Post("/embed", R"({"inputs":["a","b"]})"), [promise](HttpReply r) { promise->set_value(std::move(r)); });
-  HttpReply reply = promise->get_future().get();
+  const HttpReply reply = Call(*f.router, Post("/embed", R"({"inputs":["a","b"]})"));
   EXPECT_EQ(reply.status, 200);
-  EXPECT_EQ(reply.body, "");  // not formatted on the worker
-  ASSERT_TRUE(reply.render);
-  reply.render(reply.body);
   const json body = json::parse(reply.body);
   ASSERT_EQ(body.size(), 2u);
   EXPECT_EQ(body[0].size(), 4u);
