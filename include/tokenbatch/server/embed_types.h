@@ -23,6 +23,7 @@ struct EmbedInput {
 // Which end of an input a request-level truncation cuts.
 enum class TruncationDirection { kRight, kLeft };
 
+// One client request (an HTTP body, parsed): its inputs and how to embed them.
 struct EmbedRequest {
   std::vector<EmbedInput> inputs;   // >= 1
   std::optional<bool> normalize;    // unset: the backend's default
@@ -41,6 +42,7 @@ struct EmbedRequest {
   std::optional<TimePoint> deadline;
 };
 
+// The answer to an EmbedRequest: its embeddings and TEI's x-compute-* figures.
 struct EmbedResult {
   std::vector<std::vector<float>> embeddings;  // one per input, same order
   std::int64_t tokens = 0;                     // tokens computed, all inputs
