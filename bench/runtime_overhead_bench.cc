@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tokenbatch/runtime/batcher.h"
+#include "tokenbatch/runtime/mutex.h"
 
 namespace tokenbatch {
 namespace {

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/fail.h"
+#include "cli/policy_run_flags.h"
 #include "tokenbatch/core/scheduler.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 #include "tokenbatch/workload/text_corpus.h"
@@ -22,13 +23,12 @@ namespace {
 
 constexpr Command kCommand{"demo"};
 
-struct DemoFlags {
+struct DemoFlags : MixFlags {
+  DemoFlags() { requests = 2000; }
   std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
-  std::size_t requests = 2000;
   std::int64_t budget = 4096;
   std::int64_t max_batch_size = 64;
   std::size_t show_batches = 5;
-  std::uint32_t seed = 1;
 };
 
 struct PolicyRun {
@@ -79,23 +79,26 @@ Summary Drain(const PolicyRun& run, const std::vector<std::int64_t>& tokens, std
 void RunDemo(const DemoFlags& flags) {
   if (flags.requests < 1) Fail(kCommand, fmt::format("--requests must be >= 1, got {}", flags.requests));
   const auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(flags.tokenizer), flags.tokenizer);
-  const auto shorts = OrFail(kCommand, workload::LoadFortunes(workload::DefaultShortTextFiles(), 40), "short texts");
-  const auto longs = OrFail(kCommand, workload::LoadPassages(workload::DefaultLongTextFiles(), 1500), "long texts");
-  const auto texts = workload::MixTexts(shorts, longs, flags.requests, 0.5, flags.seed);
+  const LoadedWorkload loaded =
+      LoadWorkload(kCommand, flags, [&](std::string_view text) -> absl::StatusOr<std::int64_t> {
+        absl::StatusOr<std::size_t> n = tok->Count(text);
+        if (!n.ok()) return n.status();
+        return static_cast<std::int64_t>(*n);
+      });
   std::vector<std::int64_t> tokens;
   std::int64_t chars_short = 0, tokens_short = 0, chars_long = 0, tokens_long = 0;
-  for (const std::string& text : texts) {
-    const auto n = OrFail(kCommand, tok->Count(text), "counting tokens");
-    const auto count = static_cast<std::int64_t>(n);
-    const auto chars = static_cast<std::int64_t>(workload::CodePoints(text));
-    tokens.push_back(count);
-    (chars > 100 ? chars_long : chars_short) += chars;
-    (chars > 100 ? tokens_long : tokens_short) += count;
+  for (const workload::WorkloadRequest& r : loaded.requests) {
+    const auto chars = static_cast<std::int64_t>(workload::CodePoints(r.text));
+    tokens.push_back(r.tokens);
+    const bool is_long = r.length_class == workload::LengthClass::kLong;
+    (is_long ? chars_long : chars_short) += chars;
+    (is_long ? tokens_long : tokens_short) += r.tokens;
   }
-  fmt::print("tokenbatch demo: {} requests arriving at once (seed mix: half short fortunes in English and\n"
-             "Chinese, half ~1,500-character technical passages from licences and Chinese man pages),\n"
-             "counted exactly with {}\n",
-             texts.size(), flags.tokenizer);
+  fmt::print(
+      "tokenbatch demo: {} requests arriving at once ({}; the seed mix is half short fortunes in\n"
+      "English and Chinese, half ~1,500-character technical passages from licences and Chinese man\n"
+      "pages), counted exactly with {}\n",
+      loaded.requests.size(), loaded.source, flags.tokenizer);
   fmt::print("The seed estimates tokens as characters: short texts {} chars vs {} tokens, long {} chars vs {} tokens.\n",
              chars_short, tokens_short, chars_long, tokens_long);
 
@@ -122,7 +125,7 @@ void RunDemo(const DemoFlags& flags) {
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Summary& s = summaries[i];
     fmt::print("| {} | {} | {:.1f} | {:.3f} | {} | {} |\n", runs[i].name, s.batches,
-               static_cast<double>(texts.size()) / static_cast<double>(s.batches),
+               static_cast<double>(loaded.requests.size()) / static_cast<double>(s.batches),
                static_cast<double>(s.real) / static_cast<double>(s.padded), s.max_padded, s.over_budget);
   }
 }
@@ -133,11 +136,10 @@ void AddDemoCommand(CLI::App& app) {
   auto flags = std::make_shared<DemoFlags>();
   CLI::App* cmd = app.add_subcommand("demo", "Run the seed note's mixed workload on real text through each policy");
   cmd->add_option("--tokenizer", flags->tokenizer, "tokenizer.json used to count tokens exactly");
-  cmd->add_option("--requests", flags->requests, "number of requests (half short, half long)");
+  AddMixFlags(cmd, *flags);
   cmd->add_option("--max-batch-tokens", flags->budget, "budget per batch, in the cost model's unit");
   cmd->add_option("--max-batch-requests", flags->max_batch_size, "most requests per batch");
   cmd->add_option("--show-batches", flags->show_batches, "batches printed per policy");
-  cmd->add_option("--seed", flags->seed, "seed of the workload mix");
   cmd->callback([flags] { RunDemo(*flags); });
 }
 

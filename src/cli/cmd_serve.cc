@@ -7,7 +7,8 @@
 // name. HOSTNAME is deliberately not read (shells set it to the machine name).
 // With no flags it serves the bundled model and the Qwen3 tokenizer written by
 // scripts/setup.sh on 127.0.0.1:8080. SIGINT / SIGTERM stop it gracefully (drain
-// per --shutdown) and it exits 0.
+// per --shutdown) and it exits 0; a second one while it drains, or one while the
+// model still loads, ends it at once.
 #include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -361,23 +362,20 @@ extern "C" void OnStopSignal(int sig) {
   [[maybe_unused]] const ssize_t written = write(g_stop_pipe[1], &byte, 1);
 }
 
+// Sets the action of SIGINT and SIGTERM: OnStopSignal, or SIG_DFL.
+void SetStopHandler(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
 void Run(const ServeArgs& a) {
   // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
   spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
   spdlog::set_level(spdlog::level::from_str(a.log_level));
-  // SIGINT/SIGTERM: a handler writes the signal number to a pipe that this
-  // thread reads once the server runs (write is async-signal-safe). Not
-  // pthread_sigmask + sigwait: threads started before this point (OpenBLAS's,
-  // at library load) do not inherit the mask, and a signal the kernel hands to
-  // one of them would take the default action and kill the server undrained.
-  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail(kCommand, "cannot create the signal pipe");
-  struct sigaction on_stop {};
-  on_stop.sa_handler = OnStopSignal;
-  sigemptyset(&on_stop.sa_mask);
-  on_stop.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &on_stop, nullptr);
-  sigaction(SIGTERM, &on_stop, nullptr);
-
   server::ServiceOptions so;
   so.batcher.scheduler = SchedulerFromArgs(a);
   so.batcher.num_workers = a.workers;
@@ -403,6 +401,15 @@ void Run(const ServeArgs& a) {
   spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), model.tokenizer);
   auto service = OrFail(kCommand, server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
 
+  // SIGINT/SIGTERM: from here on (loading is over, so a signal before this
+  // point ends the process at once, with nothing to drain), a handler writes the
+  // signal number to a pipe that this thread reads (write is async-signal-safe).
+  // Not pthread_sigmask + sigwait: threads started before this point (OpenBLAS's,
+  // at library load) do not inherit the mask, and a signal the kernel hands to
+  // one of them would take the default action and kill the server undrained.
+  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail(kCommand, "cannot create the signal pipe");
+  SetStopHandler(OnStopSignal);
+
   server::ServerOptions opts;
   opts.host = a.host;
   opts.port = a.port;
@@ -426,7 +433,10 @@ void Run(const ServeArgs& a) {
     // EINTR only (the handler itself may interrupt this read): wait again.
   }
   const int sig = received;
-  spdlog::info("received {}; stopping", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  // A second signal while draining ends the process at once, as users expect of
+  // a second Ctrl-C.
+  SetStopHandler(SIG_DFL);
+  spdlog::info("received {}; stopping (again to stop at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   http->Stop();
   http.reset();
   service.reset();
@@ -527,7 +537,8 @@ void AddServeCommand(CLI::App& app) {
   opt("--api-key", args->api_key, "require Authorization: Bearer KEY (except /health)", "API_KEY");
   opt("--payload-limit", args->payload_limit, "largest request body, bytes (413 beyond)", "PAYLOAD_LIMIT");
   opt("--read-timeout-ms", args->read_timeout_ms, "close a connection that takes longer to send a request");
-  opt("--shutdown", args->shutdown, "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503)");
+  opt("--shutdown", args->shutdown,
+      "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503); a second signal stops at once");
   opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");
   opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
   opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");

@@ -159,6 +159,23 @@ TEST(ServeBinary, SigtermUnderLoadAnswersEveryRequestAndExitsZero) {
   EXPECT_FALSE(Call(serve.port(), "GET", "/health").has_value());  // no longer listening
 }
 
+TEST(ServeBinary, ASecondSignalWhileDrainingStopsAtOnce) {
+  // 10 s per batch: a drain would take that long; the second SIGTERM must not wait.
+  ServeProcess serve({"--noop-delay-us", "10000000"}, {});
+  ASSERT_NE(serve.port(), 0);
+  std::thread client([&] {
+    Connection conn(serve.port());
+    if (conn.Send(BuildRequest("POST", "/embed", json{{"inputs", "in flight"}}.dump()))) (void)conn.Read();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the batch is running
+  serve.Signal(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));    // the first one is handled: draining
+  EXPECT_EQ(serve.WaitExit(std::chrono::milliseconds(100)), -1);  // still draining...
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.WaitExit(std::chrono::seconds(5)), 128 + SIGTERM);  // ...until the second signal
+  client.join();
+}
+
 TEST(ServeBinary, TeiEnvironmentNamesAfterFlagsAndOurOwn) {
   ServeProcess serve({},
                      {"MAX_CLIENT_BATCH_SIZE=3",                                        // TEI name, alone: used

@@ -16,6 +16,13 @@
 // costs a lock, a clock read and a few stores. Requests with a deadline, and
 // those that need truncating or splitting, go to the Scheduler directly.
 //
+// Structure: Batcher is the typed facade over a compiled, type-independent
+// BatchEngine (batch_engine.h, src/runtime/engine/), which owns the threads,
+// the records, the intake and the policy core. Batcher keeps what depends on
+// In and Out: each request's input and callback in a payload table beside the
+// engine's records, and, per engine thread, a Context that runs a batch through
+// the backend and calls the callbacks.
+//
 // Guarantees:
 //   * Every accepted request is resolved exactly once, with a result or a typed
 //     error (errors.h); nothing is lost on shutdown, backend failure or
@@ -41,33 +48,29 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <set>
 #include <span>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "tokenbatch/core/admission.h"
 #include "tokenbatch/core/errors.h"
-#include "tokenbatch/core/scheduler.h"
-#include "tokenbatch/runtime/aimd_budget.h"
+#include "tokenbatch/runtime/batch_engine.h"
 #include "tokenbatch/runtime/batcher_options.h"
 #include "tokenbatch/runtime/isolation.h"
 #include "tokenbatch/runtime/metrics.h"
-#include "tokenbatch/runtime/mutex.h"
-#include "tokenbatch/runtime/request_slab.h"
 #include "tokenbatch/runtime/result_future.h"
+#include "tokenbatch/runtime/slot_array.h"
 
 namespace tokenbatch {
 
 template <typename In, typename Out>
-class Batcher {
+class Batcher final : private EngineClient {
  public:
   using Result = absl::StatusOr<Out>;
   // Called exactly once per accepted request.
@@ -103,7 +106,9 @@ class Batcher {
 
   // Shuts down with options.shutdown_on_destroy unless Shutdown was called; blocks
   // until in-flight batches finish.
-  ~Batcher() { Shutdown(options_.shutdown_on_destroy); }
+  ~Batcher() override {
+    if (engine_) Shutdown(shutdown_on_destroy_);
+  }
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
@@ -113,41 +118,41 @@ class Batcher {
   // `done`), Oversize (under `reject`), QueueFull, ShuttingDown, or the slicer's
   // error (InvalidArgument if it threw).
   [[nodiscard]] absl::StatusOr<RequestId> Submit(In&& input, std::int64_t tokens, const SubmitOptions& options,
-                                                 Callback done);
+                                                 Callback done) {
+    if (!done) return InvalidArgumentError("Submit needs a callback");
+    return SubmitWith(std::move(input), tokens, options, Notifier{std::move(done), {}});
+  }
   // As above, with a future instead of a callback.
-  [[nodiscard]] absl::StatusOr<Ticket> Submit(In&& input, std::int64_t tokens,
-                                              const SubmitOptions& options = {});
+  [[nodiscard]] absl::StatusOr<Ticket> Submit(In&& input, std::int64_t tokens, const SubmitOptions& options = {}) {
+    auto [promise, future] = ResultPromise<Out>::Make();
+    absl::StatusOr<RequestId> id = SubmitWith(std::move(input), tokens, options, Notifier{nullptr, std::move(promise)});
+    if (!id.ok()) return id.status();
+    return Ticket{*id, std::move(future)};
+  }
 
   // Resolves request `id` with Cancelled now if it is not resolved yet: removed
   // from the queue if queued, its result dropped if it is running. Returns false
   // if it was already resolved (or is unknown).
-  bool Cancel(RequestId id);
+  bool Cancel(RequestId id) {
+    Context context(*this);
+    const bool live = engine_->Cancel(id, context);
+    context.Fire();
+    return live;
+  }
 
   // Stops accepting (Submit fails with ShuttingDown), then drains or fails what is
   // queued per `mode`, and joins the workers. Blocks until in-flight batches are
   // done. Idempotent; must not be called from a callback.
-  void Shutdown(ShutdownMode mode);
+  void Shutdown(ShutdownMode mode) {
+    Context context(*this);
+    engine_->Shutdown(mode, context);
+  }
 
   // The AIMD-effective budget in the cost model's unit (<= max_batch_tokens).
-  [[nodiscard]] std::int64_t effective_budget() const;
-  [[nodiscard]] MetricsSnapshot metrics() const;
+  [[nodiscard]] std::int64_t effective_budget() const { return engine_->effective_budget(); }
+  [[nodiscard]] MetricsSnapshot metrics() const { return engine_->metrics(); }
 
  private:
-  // Where a record is in its life (see RequestSlab for free slots).
-  enum class Stage : std::uint8_t {
-    kQueued,       // in the intake or the Scheduler's queue
-    kInFlight,     // in a running batch
-    kAbandoned,    // in a running batch, but its request was resolved: drop the result
-    kDone,         // its batch returned; being resolved or merged now
-    kSplitParent,  // a split request; its windows are the scheduled records
-  };
-  // The windows of a split request (and their results as they arrive).
-  struct SplitState {
-    std::vector<TokenWindow> windows;
-    std::vector<std::optional<Out>> parts;
-    std::vector<RequestId> children;  // window ids; 0 once that window is done
-    std::size_t remaining = 0;
-  };
   // How a request's result is delivered: the caller's callback, or the promise
   // behind a Ticket's future (kept here rather than captured in a callback, which
   // would cost another allocation per request).
@@ -162,149 +167,194 @@ class Batcher {
       }
     }
   };
-  // One per request, and one per window of a split request; lives in slab_.
-  // Written by Submit under intake_mu_ while its slot is not yet published, then
-  // only under mu_.
-  struct Record {
-    RequestId id = 0;      // 0: free
-    RequestId parent = 0;  // a window: its request's id; a request: 0
-    std::uint32_t index = 0;  // a window: its index
-    Stage stage = Stage::kQueued;
-    int priority = 0;
-    std::int64_t tokens = 0;
-    TimePoint arrival{};
-    std::optional<TimePoint> deadline;  // requests only
-    std::optional<In> input;            // scheduled records, until dispatch
-    Notifier done;                      // requests only
-    std::unique_ptr<SplitState> split;  // split requests only
+  // What a request carries, beside its engine record (same id). Accessed under the
+  // engine lock, or by the submitter before the id is published.
+  struct Payload {
+    std::optional<In> input;                // scheduled records, until dispatch
+    Notifier done;                          // requests, until resolved
+    std::vector<std::optional<Out>> parts;  // split requests: their windows' outputs
   };
-  // A resolved request's callback and result, fired once the lock is released.
-  // A split request's windows are merged there too (merge = true): the user's
-  // merge function never runs under the lock.
+  // A resolved request's callback and result, fired once the engine lock is
+  // released. A split request's windows are merged there too (merge = true): the
+  // user's merge function never runs under the lock.
   struct Completion {
+    Completion(Notifier&& d, Result&& r) : done(std::move(d)), result(std::move(r)) {}
     Notifier done;
     Result result;
     bool merge = false;
     std::vector<Out> parts;
     std::vector<TokenWindow> windows;
   };
-  struct Batch {
-    std::vector<RequestId> ids;
-    std::vector<In> inputs;
-    std::vector<std::int64_t> tokens;
+
+  // The typed work of one engine thread: its batch's inputs and results, and the
+  // completions it owes.
+  class Context final : public EngineContext {
+   public:
+    explicit Context(Batcher& batcher) : b_(batcher) {}
+
+    void LoadBatch(std::span<const RequestId> ids) override {
+      inputs_.clear();
+      inputs_.reserve(ids.size());
+      for (RequestId id : ids) {
+        std::optional<In>& input = b_.payloads_.Get(id).input;
+        inputs_.push_back(std::move(*input));
+        input.reset();
+      }
+    }
+    void RunBatch(std::span<absl::Status> statuses, absl::FunctionRef<void(std::size_t, std::size_t)> on_oom,
+                  IsolationReport& report) override {
+      // RunIsolated writes every element; the default (Unknown, no message) costs
+      // no allocation, unlike a typed error built once per batch.
+      results_.assign(inputs_.size(), Result());
+      RunIsolated<Out>(b_.backend_, std::span<const In>(inputs_), std::span<Result>(results_), on_oom, report);
+      for (std::size_t i = 0; i < results_.size(); ++i) {
+        if (!results_[i].ok()) statuses[i] = results_[i].status();
+      }
+      inputs_.clear();
+    }
+    void Resolve(RequestId request, absl::Status error) override {
+      completions_.emplace_back(TakeNotifier(request), Result(std::move(error)));
+    }
+    void ResolveWithOutput(RequestId request, std::size_t batch_index) override {
+      completions_.emplace_back(TakeNotifier(request), std::move(results_[batch_index]));
+    }
+    void StoreWindowOutput(RequestId request, std::uint32_t window, std::size_t batch_index) override {
+      b_.payloads_.Get(request).parts[window] = std::move(*results_[batch_index]);
+    }
+    void ResolveMerged(RequestId request, std::span<const TokenWindow> windows) override {
+      Completion& merged = completions_.emplace_back(TakeNotifier(request), Result(BackendError("not merged")));
+      merged.merge = true;
+      merged.windows.assign(windows.begin(), windows.end());
+      std::vector<std::optional<Out>>& parts = b_.payloads_.Get(request).parts;
+      merged.parts.reserve(parts.size());
+      for (std::optional<Out>& p : parts) merged.parts.push_back(std::move(*p));
+    }
+    [[nodiscard]] bool HasCompletions() const override { return !completions_.empty(); }
+
+    // Merges split requests and runs callbacks. Exceptions thrown by a merge
+    // become Backend errors; those thrown by a callback are dropped so that no
+    // worker dies.
+    void Fire() override {
+      // Last to first: a thread waiting on these futures in submission order then
+      // wakes once per batch (when the first is set, the rest are ready), instead
+      // of once per request with the worker preempted each time (docs/benchmarks.md).
+      for (auto it = completions_.rbegin(); it != completions_.rend(); ++it) {
+        Completion& c = *it;
+        if (c.merge) {
+          try {
+            c.result = b_.hooks_.merge(std::span<const Out>(c.parts), std::span<const TokenWindow>(c.windows));
+          } catch (const std::exception& e) {
+            c.result = BackendError(absl::StrCat("merge threw: ", e.what()));
+          } catch (...) {
+            c.result = BackendError("merge threw a non-standard exception");
+          }
+          b_.engine_->RecordMerged(c.result.status());
+        }
+        try {
+          c.done(std::move(c.result));
+        } catch (...) {
+          // The caller's callback failed; the request is resolved all the same.
+        }
+      }
+      completions_.clear();
+    }
+
+   private:
+    // Moving leaves the payload's Notifier empty (an empty std::function, an
+    // invalid promise), so a reused slot starts clean.
+    Notifier&& TakeNotifier(RequestId request) { return std::move(b_.payloads_.Get(request).done); }
+
+    Batcher& b_;
+    std::vector<In> inputs_;
+    std::vector<Result> results_;
+    std::vector<Completion> completions_;
   };
 
-  Batcher(const BatcherOptions& options, std::unique_ptr<Scheduler> scheduler, Backend backend, Hooks hooks)
-      : options_(options), backend_(std::move(backend)), hooks_(std::move(hooks)),
-        max_input_tokens_(EffectiveMaxInputTokens(options.scheduler)),
-        scheduler_(std::move(scheduler)),
-        aimd_(options.scheduler.max_batch_tokens, options.aimd) {}
+  Batcher(const BatcherOptions& options, Backend backend, Hooks hooks)
+      : backend_(std::move(backend)),
+        hooks_(std::move(hooks)),
+        shutdown_on_destroy_(options.shutdown_on_destroy),
+        max_input_tokens_(EffectiveMaxInputTokens(options.scheduler)) {}
 
-  // Submit for inputs that need a plan (oversize, invalid) or carry a deadline:
-  // they go to the Scheduler directly, under mu_.
-  absl::StatusOr<RequestId> SubmitPlanned(In&& input, std::int64_t tokens, const SubmitOptions& options,
-                                          Notifier done);
-  // Both Submit forms: the intake for the common case, else SubmitPlanned.
-  absl::StatusOr<RequestId> SubmitWith(In&& input, std::int64_t tokens, const SubmitOptions& options,
-                                       Notifier done);
-  // Fills a newly allocated record that will be scheduled (a request, or a window
-  // of a split one) as queued: its priority, tokens, arrival and input. Called by
-  // whoever owns the slot (under intake_mu_ before it is published, else mu_).
-  static void Stamp(Record& r, int priority, std::int64_t tokens, TimePoint now, In&& input);
-  // Counts a refused Submit in the metrics and returns `status`.
-  absl::Status Refuse(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_, intake_mu_);
-  // QueueFull if `requests` more requests of `tokens` tokens in all would exceed
-  // max_queue_size or max_queued_tokens (queue = Scheduler + intake).
-  absl::Status CheckCapacityLocked(std::size_t requests, std::int64_t tokens) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(intake_mu_);
-  // Moves the intake into the Scheduler and publishes the queue size and the
-  // freed slots to the submit side. Enqueue failures (not expected) resolve the
-  // request with that error into `out`.
-  void SettleLocked(std::vector<Completion>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Publishes the Scheduler's queue size plus `settling_*` (requests taken from
-  // the intake but not yet enqueued) for the backpressure check, and returns
-  // freed slots to the slab.
-  void PublishCountsLocked(std::size_t settling_requests, std::int64_t settling_tokens)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_, intake_mu_);
-  // Publishes the queue size and freed slots without touching the intake, and
-  // refreshes the sleeping workers' wake rule (waking one if the intake already
-  // holds what the new snapshot says must wake it).
-  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes one sleeping worker, if any (it will call Next).
-  void WakeWorker() ABSL_LOCKS_EXCLUDED(intake_mu_);
+  // EngineClient.
+  void GrowTo(std::size_t slots) override { payloads_.GrowTo(slots); }
+  void Clear(RequestId id) override {
+    Payload& p = payloads_.Get(id);
+    p.input.reset();
+    if (!p.parts.empty()) p.parts = {};
+  }
+  std::unique_ptr<EngineContext> NewContext() override { return std::make_unique<Context>(*this); }
 
-  void WorkerLoop();
-  // Sleeps until `wake_at` (forever if unset) or a wake-up; returns at once if
-  // the intake is not empty or a wake-up is pending. Holds mu_ again on return.
-  void SleepLocked(std::optional<TimePoint> wake_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  Batch TakeBatchLocked(const Decision& d, TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<Result> Execute(const Batch& batch, double* exec_us, IsolationReport* report)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  void CompleteLocked(Batch& batch, std::vector<Result>& results, std::vector<Completion>& out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ResolveLocked(RequestId request_id, Result result, std::vector<Completion>& out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes a live request out of the queue and the slab (its in-flight records are
-  // marked abandoned instead); returns its callback, not yet called.
-  Notifier TakeLocked(RequestId request_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A scheduled record of a request being taken: out of the queue and freed, or,
-  // if it is running, abandoned (freed when its batch completes, result dropped).
-  void TakeScheduledLocked(Record& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Resets a record and queues its slot for release at the next publish.
-  void FreeLocked(Record& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Merges split requests and runs callbacks. Exceptions thrown by a merge become
-  // Backend errors; those thrown by a callback are dropped so that no worker dies.
-  void Fire(std::vector<Completion>& completions) ABSL_LOCKS_EXCLUDED(mu_);
-  // The deadline thread: resolves requests whose deadline passes while they are
-  // queued behind busy workers or running (their late results are dropped).
-  void DeadlineLoop();
+  // Both Submit forms: the intake for the common case (a request that fits, without
+  // a deadline), else a plan (slicing outside every lock) and SubmitPlanned.
+  absl::StatusOr<RequestId> SubmitWith(In&& input, std::int64_t tokens, const SubmitOptions& options, Notifier done) {
+    if (tokens >= 1 && tokens <= max_input_tokens_ && !options.deadline) {
+      return engine_->Submit(tokens, options, [&](RequestId id) {
+        Payload& p = payloads_.Get(id);
+        p.input.emplace(std::move(input));
+        p.done = std::move(done);
+      });
+    }
+    absl::StatusOr<std::vector<TokenWindow>> windows = engine_->PlanWindows(tokens);
+    if (!windows.ok()) return windows.status();
+    const bool whole = windows->size() == 1 && (*windows)[0].begin == 0 && (*windows)[0].end == tokens;
+    // Slice outside the locks: truncation and splitting copy tokens.
+    std::vector<In> pieces;
+    for (const TokenWindow& w : *windows) {
+      if (whole) break;
+      absl::StatusOr<In> piece = InvalidArgumentError("slicer threw");
+      try {
+        piece = hooks_.slice(input, w);
+      } catch (const std::exception& e) {
+        piece = InvalidArgumentError(absl::StrCat("slicer threw: ", e.what()));
+      } catch (...) {
+      }
+      if (!piece.ok()) return engine_->Refuse(piece.status());
+      pieces.push_back(std::move(*piece));
+    }
+    Context context(*this);
+    absl::StatusOr<RequestId> id = engine_->SubmitPlanned(
+        *windows, options, context, [&](RequestId request, std::span<const RequestId> scheduled) {
+          Payload& p = payloads_.Get(request);
+          p.done = std::move(done);
+          if (scheduled.size() > 1 || scheduled[0] != request) p.parts.resize(scheduled.size());
+          for (std::size_t i = 0; i < scheduled.size(); ++i) {
+            payloads_.Get(scheduled[i]).input.emplace(pieces.empty() ? std::move(input) : std::move(pieces[i]));
+          }
+        });
+    context.Fire();
+    return id;
+  }
 
-  const BatcherOptions options_;
   const Backend backend_;
   const Hooks hooks_;
-  const std::int64_t max_input_tokens_;
-  std::vector<std::thread> workers_;
-  std::thread deadline_thread_;
-  std::once_flag join_once_;
-
-  // Lock order: mu_ before intake_mu_.
-  // mu_ guards the policy core and everything the workers share. Records are
-  // reached through slab_ (whose slot bookkeeping intake_mu_ guards); a
-  // published record's contents are guarded by mu_.
-  mutable Mutex mu_;
-  std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
-  AimdBudget aimd_ ABSL_GUARDED_BY(mu_);
-  MetricsRecorder recorder_ ABSL_GUARDED_BY(mu_);
-  // (deadline, request id) of unresolved requests with a deadline, earliest first.
-  std::set<std::pair<TimePoint, RequestId>> deadlines_ ABSL_GUARDED_BY(mu_);
-  std::condition_variable deadline_cv_;
-  std::vector<RequestId> to_release_ ABSL_GUARDED_BY(mu_);  // freed, released at the next publish
-  std::vector<RequestId> settling_ ABSL_GUARDED_BY(mu_);    // SettleLocked's swap buffer
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool workers_joined_ ABSL_GUARDED_BY(mu_) = false;
-
-  // intake_mu_ guards what Submit touches, so that a submit never contends with
-  // a worker for the policy core's indexes: the intake (requests accepted but not
-  // yet in the Scheduler), the slab's slots, the published queue size used for
-  // backpressure, and the wake rule: one snapshot of the queue shared by all
-  // sleeping workers, retaken whenever a worker goes to sleep or the queue is
-  // published after a change.
-  mutable Mutex intake_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  std::condition_variable wake_cv_;  // sleeping workers wait on it with intake_mu_
-  RequestSlab<Record> slab_;         // slot bookkeeping guarded by intake_mu_ (see above)
-  std::vector<RequestId> intake_ ABSL_GUARDED_BY(intake_mu_);
-  std::int64_t intake_tokens_ ABSL_GUARDED_BY(intake_mu_) = 0;
-  std::size_t scheduled_requests_ ABSL_GUARDED_BY(intake_mu_) = 0;  // in the Scheduler, as last published
-  std::int64_t scheduled_tokens_ ABSL_GUARDED_BY(intake_mu_) = 0;
-  std::uint64_t submitted_ ABSL_GUARDED_BY(intake_mu_) = 0;
-  bool accepting_ ABSL_GUARDED_BY(intake_mu_) = true;
-  int sleeping_workers_ ABSL_GUARDED_BY(intake_mu_) = 0;
-  bool wake_signalled_ ABSL_GUARDED_BY(intake_mu_) = false;
-  ArrivalWakeRule wake_rule_ ABSL_GUARDED_BY(intake_mu_);
+  const ShutdownMode shutdown_on_destroy_;
+  const std::int64_t max_input_tokens_;  // longer inputs need a plan (BatchEngine::PlanWindows)
+  SlotArray<Payload> payloads_;          // before engine_: the engine is destroyed first
+  std::unique_ptr<BatchEngine> engine_;
 };
 
-}  // namespace tokenbatch
+template <typename In, typename Out>
+absl::StatusOr<std::unique_ptr<Batcher<In, Out>>> Batcher<In, Out>::Create(const BatcherOptions& options,
+                                                                           Backend backend, Hooks hooks) {
+  if (!backend) return InvalidArgumentError("Batcher needs a backend function");
+  if (options.num_workers < 1) {
+    return InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
+  }
+  const OversizePolicy oversize = options.scheduler.oversize;
+  if (oversize != OversizePolicy::kReject && !hooks.slice) {
+    return InvalidArgumentError(
+        absl::StrCat("oversize policy '", ToAbsl(OversizePolicyName(oversize)), "' needs Hooks::slice"));
+  }
+  if (oversize == OversizePolicy::kSplit && !hooks.merge) {
+    return InvalidArgumentError("oversize policy 'split' needs Hooks::merge");
+  }
+  std::unique_ptr<Batcher> batcher(new Batcher(options, std::move(backend), std::move(hooks)));
+  absl::StatusOr<std::unique_ptr<BatchEngine>> engine = BatchEngine::Create(options, *batcher);
+  if (!engine.ok()) return engine.status();
+  batcher->engine_ = std::move(*engine);
+  batcher->engine_->Start();
+  return batcher;
+}
 
-#include "tokenbatch/runtime/batcher_impl.h"         // IWYU pragma: export
-#include "tokenbatch/runtime/batcher_worker_impl.h"  // IWYU pragma: export
+}  // namespace tokenbatch

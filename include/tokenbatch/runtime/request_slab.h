@@ -31,6 +31,13 @@
 
 namespace tokenbatch {
 
+// The slot of request id `id` (its low 26 bits): tables kept beside a slab, such
+// as the typed payloads of SlotArray, index by it.
+inline constexpr int kRequestSlotBits = 26;
+[[nodiscard]] inline std::uint32_t RequestSlot(std::uint64_t id) {
+  return static_cast<std::uint32_t>(id & ((std::uint64_t{1} << kRequestSlotBits) - 1));
+}
+
 template <typename Record>
 class RequestSlab {
  public:
@@ -82,11 +89,9 @@ class RequestSlab {
   [[nodiscard]] std::size_t capacity() const { return std::size_t{num_chunks_} * kChunkSize; }
 
  private:
-  static constexpr int kSlotBits = 26;  // kChunkBits + 16: kMaxChunks · kChunkSize = 2^26 slots
+  static constexpr int kSlotBits = kRequestSlotBits;  // kChunkBits + 16: kMaxChunks · kChunkSize = 2^26 slots
   static constexpr std::uint64_t kGenerationLimit = std::uint64_t{1} << (64 - kSlotBits);
-  static std::uint32_t SlotOf(std::uint64_t id) {
-    return static_cast<std::uint32_t>(id & ((std::uint64_t{1} << kSlotBits) - 1));
-  }
+  static std::uint32_t SlotOf(std::uint64_t id) { return RequestSlot(id); }
   Record& At(std::uint32_t slot) { return chunks_[slot >> kChunkBits][slot & (kChunkSize - 1)]; }
 
   bool Grow() {

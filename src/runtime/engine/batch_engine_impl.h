@@ -1,0 +1,134 @@
+// BatchEngineImpl: the batch engine (tokenbatch/runtime/batch_engine.h) built
+// from its parts: the Intake (submit side), the RecordTable (records after
+// submit), the worker loop (worker_loop.cc) and the deadline loop
+// (deadline_loop.cc), around the policy core.
+//
+// Each loop is written as steps that take `now`, so tests drive the engine
+// without threads: create it, Submit with a manual clock (SubmitAt), and call
+// StepWorker and StepDeadlines with a fake EngineContext as the runner. The
+// threads run the same steps with the steady clock and sleep between them.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "runtime/engine/intake.h"
+#include "runtime/engine/record_table.h"
+#include "tokenbatch/core/scheduler.h"
+#include "tokenbatch/runtime/aimd_budget.h"
+#include "tokenbatch/runtime/batch_engine.h"
+#include "tokenbatch/runtime/metrics.h"
+#include "tokenbatch/runtime/mutex.h"
+
+namespace tokenbatch::engine {
+
+// What one worker step did (StepWorker).
+struct WorkerStep {
+  std::vector<RequestId> batch;      // the batch run, anchor first; empty if none
+  std::size_t expired = 0;           // requests resolved because their deadline passed while queued
+  std::optional<TimePoint> wake_at;  // no batch: when the worker would wake (unset: queue empty)
+  bool stop = false;                 // no batch, shutting down and nothing queued: the worker exits
+};
+
+class BatchEngineImpl final : public BatchEngine {
+ public:
+  // Errors: InvalidArgument for invalid options.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<BatchEngineImpl>> Make(const BatcherOptions& options,
+                                                                             EngineClient& client);
+  ~BatchEngineImpl() override;
+
+  void Start() override;
+  [[nodiscard]] absl::StatusOr<RequestId> Submit(std::int64_t tokens, const SubmitOptions& options,
+                                                 absl::FunctionRef<void(RequestId)> fill) override;
+  [[nodiscard]] absl::StatusOr<std::vector<TokenWindow>> PlanWindows(std::int64_t tokens) override;
+  [[nodiscard]] absl::StatusOr<RequestId> SubmitPlanned(
+      std::span<const TokenWindow> windows, const SubmitOptions& options, EngineContext& context,
+      absl::FunctionRef<void(RequestId request, std::span<const RequestId> scheduled)> fill) override;
+  absl::Status Refuse(absl::Status status) override ABSL_LOCKS_EXCLUDED(mu_);
+  bool Cancel(RequestId id, EngineContext& context) override ABSL_LOCKS_EXCLUDED(mu_);
+  void Shutdown(ShutdownMode mode, EngineContext& context) override ABSL_LOCKS_EXCLUDED(mu_);
+  void RecordMerged(const absl::Status& status) override ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] std::int64_t effective_budget() const override ABSL_LOCKS_EXCLUDED(mu_);
+  [[nodiscard]] MetricsSnapshot metrics() const override ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Manual-clock forms, for tests: Submit / SubmitPlanned at `now`.
+  [[nodiscard]] absl::StatusOr<RequestId> SubmitAt(TimePoint now, std::int64_t tokens, const SubmitOptions& options,
+                                                   absl::FunctionRef<void(RequestId)> fill);
+  [[nodiscard]] absl::StatusOr<RequestId> SubmitPlannedAt(
+      TimePoint now, std::span<const TokenWindow> windows, const SubmitOptions& options, EngineContext& context,
+      absl::FunctionRef<void(RequestId request, std::span<const RequestId> scheduled)> fill);
+  // One worker iteration at `now` with `context` as the runner: settle the intake,
+  // ask the core, resolve expired requests, and run the batch if there is one,
+  // completing it at `done_at` (default: `now`); fires `context`. Does not sleep.
+  // Without Start only.
+  WorkerStep StepWorker(EngineContext& context, TimePoint now, std::optional<TimePoint> done_at = std::nullopt)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // One deadline-thread iteration at `now`: resolves every request whose deadline
+  // passed and fires `context`. Returns how many were resolved.
+  std::size_t StepDeadlines(EngineContext& context, TimePoint now) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // What a worker keeps of the batch it runs (the typed part is in its context).
+  struct RunningBatch {
+    std::vector<RequestId> ids;
+    std::vector<std::int64_t> tokens;
+    std::vector<absl::Status> statuses;
+  };
+
+  BatchEngineImpl(const BatcherOptions& options, std::unique_ptr<Scheduler> scheduler, EngineClient& client);
+
+  // Submit and SubmitAt: defined inline in batch_engine.cc, as it is on every
+  // request's path.
+  absl::StatusOr<RequestId> SubmitThroughIntake(TimePoint now, std::int64_t tokens, const SubmitOptions& options,
+                                                absl::FunctionRef<void(RequestId)> fill);
+
+  // --- worker_loop.cc
+  void WorkerLoop(EngineContext& context);
+  // Settles the intake, asks the core at `now`, resolves the expired requests.
+  Decision DecideLocked(EngineContext& context, TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `d`'s batch in flight and loads its inputs into `context`.
+  void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs the loaded batch (no lock held but for an OOM's budget cut).
+  void Execute(EngineContext& context, RunningBatch& batch, double* exec_us, IsolationReport* report)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
+                    const IsolationReport& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the intake into the Scheduler. Enqueue failures (not expected) resolve
+  // the request with that error.
+  void SettleLocked(EngineContext& context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publishes the queue size and freed slots to the intake and refreshes the
+  // sleepers' wake rule, waking one if the intake already holds what wakes it.
+  void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Fires `context` with the lock released.
+  void FireUnlocked(EngineContext& context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // --- deadline_loop.cc
+  void DeadlineLoop(EngineContext& context);
+
+  const BatcherOptions options_;
+  const std::int64_t max_input_tokens_;
+  EngineClient& client_;
+  std::vector<std::unique_ptr<EngineContext>> contexts_;  // one per thread, made at Start
+  std::vector<std::thread> workers_;
+  std::thread deadline_thread_;
+  std::once_flag join_once_;
+
+  // Lock order: mu_ (the engine lock) before the intake's own.
+  mutable Mutex mu_;
+  std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
+  AimdBudget aimd_ ABSL_GUARDED_BY(mu_);
+  MetricsRecorder recorder_ ABSL_GUARDED_BY(mu_);
+  Intake intake_;  // its own lock; its records are guarded by mu_
+  RecordTable records_ ABSL_GUARDED_BY(mu_);
+  std::condition_variable deadline_cv_;
+  std::vector<RequestId> settling_ ABSL_GUARDED_BY(mu_);  // SettleLocked's swap buffer
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool workers_joined_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tokenbatch::engine

@@ -1,0 +1,127 @@
+// Intake: the batch engine's submit side and the record slots.
+//
+// Submit does not touch the policy core: it takes a slot in the RequestSlab,
+// stamps it and appends its id to the intake list under the intake's own small
+// lock, and a worker moves the intake into the Scheduler before each decision
+// (TakeAll). So submitting threads and workers do not share the core's indexes,
+// and a submit costs a lock, a few stores and, rarely, a wake-up.
+//
+// The intake also holds what submitters need to decide alone: the queue size last
+// published by the engine (for backpressure), and the wake rule of the sleeping
+// workers (ArrivalWakeRule, the core's own rule applied to a snapshot of the
+// queue), so that a submit wakes a worker only when the arrival can change its
+// decision.
+//
+// Thread-safety: every method is thread-safe, with the intake lock taken inside.
+// Methods whose name ends in Locked require the engine lock (`engine_mu`) too;
+// lock order is engine lock, then intake lock. Records (Get) are guarded by the
+// engine lock once published (engine_record.h).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "runtime/engine/engine_record.h"
+#include "tokenbatch/core/scheduler.h"
+#include "tokenbatch/runtime/batch_engine.h"
+#include "tokenbatch/runtime/mutex.h"
+#include "tokenbatch/runtime/request_slab.h"
+
+namespace tokenbatch::engine {
+
+class Intake {
+ public:
+  // `options` are the scheduler's (capacity limits); `client` is told when the
+  // slab grows. Both must outlive the intake.
+  Intake(const SchedulerOptions& options, EngineClient& client) : options_(options), client_(client) {}
+
+  // Queues a request of `tokens` tokens at `now` (the common case: no plan, no
+  // deadline): allocates its record, stamps it, calls `fill(id)` under the lock
+  // and appends it. Errors (nothing allocated, fill not called): ShuttingDown,
+  // QueueFull. Sets *wake when a sleeping worker must be woken (WakeOne).
+  [[nodiscard]] absl::StatusOr<RequestId> Submit(std::int64_t tokens, int priority, TimePoint now,
+                                                 absl::FunctionRef<void(RequestId)> fill, bool* wake);
+
+  // Allocates the records of a planned request under the engine lock: the request,
+  // plus one per window when `windows` has more than one. Counts them as queued
+  // (they reach the Scheduler before the engine lock is released) and replays them
+  // against the sleepers' wake rule. Returns the request id; `scheduled` gets the
+  // ids to schedule (the request itself, or its windows). Records are stamped by
+  // the caller. Errors (nothing allocated): ShuttingDown, QueueFull.
+  [[nodiscard]] absl::StatusOr<RequestId> AllocatePlannedLocked(Mutex& engine_mu, std::span<const TokenWindow> windows,
+                                                                int priority, TimePoint now,
+                                                                std::vector<RequestId>& scheduled, bool* wake)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
+
+  // Moves the intake into `out` (swapped: `out` must be empty) and publishes the
+  // Scheduler's counts plus these settling requests (queued until the caller has
+  // admitted them), releasing the `released` slots (then cleared).
+  void TakeAllLocked(Mutex& engine_mu, const Scheduler& scheduler, std::vector<RequestId>& released,
+                     std::vector<RequestId>& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
+  // Publishes the Scheduler's counts and releases `released` (then cleared), then
+  // refreshes the sleepers' wake rule from the new queue, replaying the intake
+  // against it. Returns true if a sleeper must be woken (WakeOne).
+  bool PublishLocked(Mutex& engine_mu, const Scheduler& scheduler, std::vector<RequestId>& released)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
+
+  // Blocks the calling worker until `wake_at` (forever if unset) or a wake-up,
+  // with the engine lock released meanwhile; returns at once if the intake is not
+  // empty or a wake-up is pending. Arrivals meanwhile are judged against a
+  // snapshot of `scheduler`'s queue taken here.
+  void SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::optional<TimePoint> wake_at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
+  // Wakes one sleeping worker, if any.
+  void WakeOne() ABSL_LOCKS_EXCLUDED(mu_);
+  // Notifies `wake_cv` of a Submit that set *wake.
+  void NotifyOne() { wake_cv_.notify_one(); }
+  // Wakes every worker, now and at its next sleep: they are stopping.
+  void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Refuses every later Submit with ShuttingDown.
+  void Close() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether `id` is a live request (not a window) as the intake sees it.
+  [[nodiscard]] bool IsLiveRequest(RequestId id) ABSL_LOCKS_EXCLUDED(mu_);
+  // The ids of requests with a record still queued (each once per queued record).
+  // Only after Close, when no submit can stamp a slot.
+  [[nodiscard]] std::vector<RequestId> QueuedRequests() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A published record (the caller holds the engine lock, or owns the slot).
+  [[nodiscard]] EngineRecord& Get(RequestId id) { return slab_.Get(id); }
+
+  struct Counts {
+    std::size_t requests = 0;  // in the intake, not yet taken
+    std::int64_t tokens = 0;
+    std::uint64_t submitted = 0;  // accepted since creation
+  };
+  [[nodiscard]] Counts counts() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Status CheckAcceptingLocked(std::size_t requests, std::int64_t tokens) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<RequestId> AllocateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PublishCountsLocked(const Scheduler& scheduler, std::size_t settling_requests, std::int64_t settling_tokens,
+                           std::vector<RequestId>& released) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const SchedulerOptions& options_;
+  EngineClient& client_;
+  mutable Mutex mu_;
+  std::condition_variable wake_cv_;  // sleeping workers wait on it with mu_
+  RequestSlab<EngineRecord> slab_;   // slot bookkeeping guarded by mu_
+  std::vector<RequestId> intake_ ABSL_GUARDED_BY(mu_);
+  std::int64_t intake_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  std::size_t scheduled_requests_ ABSL_GUARDED_BY(mu_) = 0;  // in the Scheduler, as last published
+  std::int64_t scheduled_tokens_ ABSL_GUARDED_BY(mu_) = 0;
+  std::uint64_t submitted_ ABSL_GUARDED_BY(mu_) = 0;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  int sleeping_workers_ ABSL_GUARDED_BY(mu_) = 0;
+  bool wake_signalled_ ABSL_GUARDED_BY(mu_) = false;
+  ArrivalWakeRule wake_rule_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tokenbatch::engine

@@ -1,0 +1,144 @@
+// The batch engine's workers: each settles the intake, asks the policy core for
+// the next batch, runs it through its EngineContext with the lock released, and
+// completes its records; when the core says "not yet", it sleeps until the core's
+// wake_at or until a submit may have made a batch ready (the intake's wake rule).
+// It never polls.
+#include <chrono>
+#include <utility>
+
+#include "runtime/engine/batch_engine_impl.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::engine {
+
+void BatchEngineImpl::SettleLocked(EngineContext& context) {
+  intake_.TakeAllLocked(mu_, *scheduler_, records_.released(), settling_);
+  for (RequestId id : settling_) {
+    const EngineRecord& r = intake_.Get(id);
+    // Admit, not Enqueue: the worker decides right after, so the wake decision
+    // would be wasted.
+    absl::Status queued = scheduler_->Admit({id, r.tokens, r.arrival, r.priority, std::nullopt});
+    // Not expected: the submit checked the limits against the same counts.
+    if (!queued.ok()) records_.Resolve(id, std::move(queued), context);
+  }
+  settling_.clear();
+}
+
+void BatchEngineImpl::PublishLocked() {
+  if (intake_.PublishLocked(mu_, *scheduler_, records_.released())) intake_.NotifyOne();
+}
+
+void BatchEngineImpl::FireUnlocked(EngineContext& context) {
+  mu_.Unlock();
+  context.Fire();
+  mu_.Lock();
+}
+
+Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now) {
+  SettleLocked(context);
+  Decision d = scheduler_->Next(now, {aimd_.current(), draining_});
+  for (RequestId id : d.expired) {
+    const EngineRecord& r = intake_.Get(id);
+    if (r.id != id) continue;  // freed when another window of its request expired
+    records_.Resolve(r.request_id(), DeadlineExceededError("deadline passed while queued"), context);
+  }
+  return d;
+}
+
+void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch) {
+  recorder_.OnDispatch(d, aimd_.current());
+  batch.ids = d.batch;
+  batch.tokens.clear();
+  for (RequestId id : d.batch) {
+    EngineRecord& r = intake_.Get(id);  // queued records are always live
+    r.stage = Stage::kInFlight;
+    batch.tokens.push_back(r.tokens);
+    recorder_.OnQueueWait(std::chrono::duration<double, std::micro>(now - r.arrival).count());
+  }
+  context.LoadBatch(batch.ids);
+}
+
+void BatchEngineImpl::Execute(EngineContext& context, RunningBatch& batch, double* exec_us, IsolationReport* report) {
+  batch.statuses.assign(batch.ids.size(), absl::OkStatus());
+  // One decrease per dispatched batch, from the whole batch's cost (TCP cuts its
+  // window once per round trip, not once per lost packet): the bisection's
+  // further OOMs on halves, down to one request that fails alone, are the same
+  // event and must not take the budget to the floor.
+  bool shrunk = false;
+  auto on_oom = [&](std::size_t offset, std::size_t count) {
+    if (std::exchange(shrunk, true)) return;
+    BatchShape shape;
+    for (std::size_t i = offset; i < offset + count; ++i) shape = shape.With(batch.tokens[i]);
+    MutexLock lock(&mu_);
+    aimd_.OnOutOfMemory(options_.scheduler.cost_model.Cost(shape));
+  };
+  const TimePoint start = SteadyClock::now();
+  context.RunBatch(batch.statuses, on_oom, *report);
+  *exec_us = std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count();
+}
+
+void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
+                                   const IsolationReport& report) {
+  recorder_.OnBatchDone(exec_us, report.retries, report.oom_events);
+  if (report.oom_events == 0) aimd_.OnSuccess();
+  records_.CompleteBatch(batch.ids, batch.statuses, now, context);
+}
+
+void BatchEngineImpl::WorkerLoop(EngineContext& context) {
+  RunningBatch batch;
+  mu_.Lock();
+  while (true) {
+    const TimePoint now = SteadyClock::now();
+    Decision d = DecideLocked(context, now);
+    if (!d.batch.empty()) {
+      DispatchLocked(d, now, context, batch);
+      PublishLocked();
+      mu_.Unlock();
+      if (d.wake_at) intake_.WakeOne();  // more may be ready for another worker
+      context.Fire();
+      double exec_us = 0;
+      IsolationReport report;
+      Execute(context, batch, &exec_us, &report);
+      mu_.Lock();
+      FinishLocked(context, batch, SteadyClock::now(), exec_us, report);
+      continue;
+    }
+    if (!d.expired.empty()) PublishLocked();
+    if (context.HasCompletions()) {
+      FireUnlocked(context);
+      continue;
+    }
+    if (stopping_ && scheduler_->queued_requests() == 0) break;  // the intake is closed and settled
+    intake_.SleepLocked(mu_, *scheduler_, d.wake_at);
+  }
+  mu_.Unlock();
+}
+
+WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, std::optional<TimePoint> done_at) {
+  WorkerStep step;
+  RunningBatch batch;
+  mu_.Lock();
+  Decision d = DecideLocked(context, now);
+  step.expired = d.expired.size();
+  if (d.batch.empty()) {
+    step.wake_at = d.wake_at;
+    step.stop = stopping_ && scheduler_->queued_requests() == 0;
+  } else {
+    DispatchLocked(d, now, context, batch);
+    PublishLocked();
+    mu_.Unlock();
+    context.Fire();
+    double exec_us = 0;
+    IsolationReport report;
+    Execute(context, batch, &exec_us, &report);
+    mu_.Lock();
+    FinishLocked(context, batch, done_at.value_or(now), exec_us, report);
+    step.batch = std::move(batch.ids);
+  }
+  PublishLocked();
+  mu_.Unlock();
+  context.Fire();
+  return step;
+}
+
+}  // namespace tokenbatch::engine
