@@ -24,18 +24,7 @@ TB="$BUILD/src/cli/tokenbatch"
 BARE="$BUILD/bench/server/bare_beast_server"
 LUA="bench/server/embeddings.lua"
 PORT_BARE=18601 PORT_NOOP=18602 PORT_TINY=18603 PORT_NOOP_WAIT=18604
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
-
-wait_up() {  # wait_up PORT
-  for _ in $(seq 1 200); do
-    curl -s -o /dev/null "http://127.0.0.1:$1/health" && return 0
-    sleep 0.05
-  done
-  echo "server on port $1 did not come up" >&2
-  return 1
-}
+source bench/server/server_processes.sh
 run_wrk() {  # run_wrk LABEL PORT
   local line
   line=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$2" | grep '^RESULT')

@@ -1,4 +1,5 @@
 // Shutdown: drain or fail what is queued; nothing is ever left unresolved.
+#include <algorithm>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -78,6 +79,72 @@ TEST(BatcherLifecycleTest, ShutdownIsIdempotent) {
   batcher->Shutdown(ShutdownMode::kDrain);
   batcher->Shutdown(ShutdownMode::kCancelQueued);
   EXPECT_EQ(GetErrorKind(batcher->Submit(MakeTokens(1), 1).status()), ErrorKind::kShuttingDown);
+}
+
+// More live requests than one chunk of the payload table (1,024 slots) while the
+// worker runs: the table grows under load, every result is the request's own,
+// and a second wave reuses the freed slots just as correctly.
+TEST(BatcherLifecycleTest, ThousandsOfLiveRequestsSpanSeveralPayloadChunks) {
+  RecordingBackend backend;
+  backend.HoldFirstCall();
+  BatcherOptions o = Options();
+  o.scheduler.max_wait = std::chrono::milliseconds(1);
+  auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
+  for (int wave = 0; wave < 2; ++wave) {
+    std::vector<SumBatcher::Future> futures;
+    for (int i = 0; i < 3000; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(3, i + wave), 3)->result));
+    if (wave == 0) {
+      backend.WaitUntilEntered();  // the first batch is running, the rest are live and queued
+      backend.Release();
+    }
+    for (int i = 0; i < 3000; ++i) {
+      auto r = futures[i].get();
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(*r, SumOf(MakeTokens(3, i + wave))) << "wave " << wave << ", request " << i;
+    }
+  }
+  EXPECT_EQ(batcher->metrics().requests_succeeded, 6000u);
+}
+
+// A split request cancelled while its first window runs: answered once with
+// Cancelled, its queued windows never run, its running one's output is dropped,
+// the merge never runs, and requests that reuse its slots get their own results.
+TEST(BatcherLifecycleTest, CancellingASplitRequestMidwayAnswersOnceAndItsSlotsStartClean) {
+  RecordingBackend backend;
+  backend.HoldFirstCall();
+  BatcherOptions o = Options();
+  o.scheduler.max_batch_size = 1;
+  o.scheduler.max_input_tokens = 4;
+  o.scheduler.oversize = OversizePolicy::kSplit;
+  o.scheduler.split_overlap_tokens = 0;
+  int merges = 0;
+  SumBatcher::Hooks hooks{[](const testing::Tokens& t, TokenWindow w) -> absl::StatusOr<testing::Tokens> {
+                            return testing::Tokens(t.begin() + w.begin, t.begin() + w.end);
+                          },
+                          [&](std::span<const long> parts, std::span<const TokenWindow>) -> absl::StatusOr<long> {
+                            ++merges;
+                            long total = 0;
+                            for (long p : parts) total += p;
+                            return total;
+                          }};
+  auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend(), hooks));
+  auto split = batcher->Submit(MakeTokens(12), 12);  // windows [0,4) [4,8) [8,12)
+  ASSERT_TRUE(split.ok());
+  backend.WaitUntilEntered();
+  EXPECT_TRUE(batcher->Cancel(split->id));
+  EXPECT_FALSE(batcher->Cancel(split->id));
+  EXPECT_EQ(GetErrorKind(split->result.get().status()), ErrorKind::kCancelled);
+  backend.Release();
+  std::vector<SumBatcher::Future> after;
+  for (int i = 0; i < 8; ++i) after.push_back(std::move(batcher->Submit(MakeTokens(4, 100 * i), 4)->result));
+  auto whole = batcher->Submit(MakeTokens(12, 1000), 12);
+  batcher->Shutdown(ShutdownMode::kDrain);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(*after[i].get(), SumOf(MakeTokens(4, 100 * i)));
+  EXPECT_EQ(*whole->result.get(), SumOf(MakeTokens(12, 1000)));
+  EXPECT_EQ(merges, 1);  // the later split only
+  const std::vector<long> seen = backend.seen_sums();
+  EXPECT_EQ(seen.front(), SumOf(MakeTokens(4)));  // the cancelled request's first window ran
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), SumOf(MakeTokens(4, 5))), 0);  // its second never did
 }
 
 }  // namespace

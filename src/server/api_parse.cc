@@ -1,11 +1,6 @@
-// Request bodies of the OpenAI and TEI embedding APIs (see api.h).
-//
-// Parsed with simdjson's DOM parser: with every check below it is several times
-// faster than nlohmann::json's parse alone (bench/server/request_parse_bench,
-// docs/benchmarks.md).
-// A parser keeps its buffers between documents, so each thread reuses one for
-// bodies up to kReusedParserBytes; a larger body gets a parser of its own,
-// freed with it, so that one 10 MB request does not pin 10 MB per thread.
+// Request bodies of the OpenAI and TEI embedding APIs and of the token routes
+// (see api.h): what each route's fields mean. How a body is parsed and what
+// every body must satisfy is in parsed_body.h.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -20,105 +15,20 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
-#include "server/json_text.h"
+#include "server/parsed_body.h"
 
 namespace tokenbatch::server {
 namespace {
 
+using request_body::Err;
+using request_body::GetBool;
+using request_body::GetBoundedInteger;
+using request_body::GetString;
+using request_body::ParsedBody;
+using request_body::TypeName;
 using simdjson::dom::array;
 using simdjson::dom::element;
 using simdjson::dom::element_type;
-using simdjson::dom::object;
-
-constexpr std::size_t kReusedParserBytes = 64 * 1024;
-// Request objects have at most ten known fields; the duplicate check is
-// quadratic, so a body with more fields than this is refused.
-constexpr std::size_t kMaxFields = 64;
-
-ApiError Err(int status, std::string message) { return ApiError{status, std::move(message)}; }
-
-// JSON type names as the error messages give them (nlohmann::json's names).
-const char* TypeName(element e) {
-  switch (e.type()) {
-    case element_type::ARRAY: return "array";
-    case element_type::OBJECT: return "object";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE: return "number";
-    case element_type::STRING: return "string";
-    case element_type::BOOL: return "boolean";
-    case element_type::NULL_VALUE: return "null";
-  }
-  return "value";
-}
-
-// A parsed body: the root object, valid while this lives and (for a body parsed
-// by the thread's reused parser) until the thread parses another body.
-class ParsedBody {
- public:
-  // Checks what every body shares, then parses it.
-  std::optional<ApiError> Parse(std::string_view body, const ApiLimits& limits) {
-    if (const std::size_t bad = FindInvalidUtf8(body); bad != std::string_view::npos) {
-      return Err(422, absl::StrCat("request body is not valid UTF-8 (byte offset ", bad, ")"));
-    }
-    if (const int depth = JsonNestingDepth(body); depth > limits.max_json_depth) {
-      return Err(400, absl::StrCat("JSON nested ", depth, " levels deep; at most ", limits.max_json_depth,
-                                   " are accepted"));
-    }
-    thread_local simdjson::dom::parser reused;
-    simdjson::dom::parser* parser = &reused;
-    if (body.size() > kReusedParserBytes) parser = &own_.emplace();
-    element root;
-    if (const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root)) {
-      ClampedBody clamped;
-      if (error == simdjson::NUMBER_ERROR) clamped = ClampHugeNumbers(body);
-      if (clamped.body.size() > kReusedParserBytes && parser == &reused) parser = &own_.emplace();
-      if (clamped.originals.empty() ||
-          parser->parse(clamped.body.data(), clamped.body.size()).get(root) != simdjson::SUCCESS) {
-        return Err(400, absl::StrCat("malformed JSON: the body does not parse as JSON (",
-                                     simdjson::error_message(error), ")"));
-      }
-      originals_ = std::move(clamped.originals);
-    }
-    if (root.get_object().get(root_) != simdjson::SUCCESS) return Err(400, "the JSON body must be an object");
-    // A repeated field is ambiguous (parsers differ on which copy wins): reject
-    // it, as TEI's serde does. Request objects have a handful of fields.
-    std::size_t index = 0;
-    for (const simdjson::dom::key_value_pair field : root_) {
-      std::size_t earlier = 0;
-      for (const simdjson::dom::key_value_pair other : root_) {
-        if (earlier++ == index) break;
-        if (other.key == field.key) return Err(400, absl::StrCat("duplicate field `", std::string(field.key), "`"));
-      }
-      if (++index > kMaxFields) return Err(400, absl::StrCat("more than ", kMaxFields, " fields in the body"));
-    }
-    return std::nullopt;
-  }
-
-  // The number `v` as the client wrote it (for error messages): its digits for a
-  // number too large for simdjson (see ClampHugeNumbers), else simdjson's text.
-  [[nodiscard]] std::string Literal(element v) const {
-    std::string text = simdjson::minify(v);
-    if (auto it = originals_.find(text); it != originals_.end()) return it->second;
-    return text;
-  }
-  // Whether `v` stands for a number too large for simdjson.
-  [[nodiscard]] bool Clamped(element v) const {
-    return !originals_.empty() && v.is_number() && originals_.contains(simdjson::minify(v));
-  }
-
-  // The value of `field`, or nullopt when absent or null.
-  [[nodiscard]] std::optional<element> Find(const char* field) const {
-    element v;
-    if (root_[field].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
-    return v;
-  }
-
- private:
-  std::optional<simdjson::dom::parser> own_;
-  object root_;
-  std::map<std::string, std::string, std::less<>> originals_;  // see ClampHugeNumbers
-};
 
 // `input` / `inputs`: a string, an array of strings, an array of token ids, or an
 // array of arrays of token ids.
@@ -189,50 +99,6 @@ std::variant<std::vector<EmbedInput>, ApiError> ParseInputs(const ParsedBody& bo
     ++i;
   }
   return out;
-}
-
-// Optional typed fields: a wrong type is 400; absent or null leaves `out` as is.
-std::optional<ApiError> GetBool(const ParsedBody& body, const char* field, std::optional<bool>& out) {
-  const std::optional<element> v = body.Find(field);
-  if (!v) return std::nullopt;
-  if (!v->is_bool()) return Err(400, absl::StrCat("`", field, "` must be a boolean, found ", TypeName(*v)));
-  out = v->get_bool().value_unsafe();
-  return std::nullopt;
-}
-std::optional<ApiError> GetString(const ParsedBody& body, const char* field, std::string& out) {
-  const std::optional<element> v = body.Find(field);
-  if (!v) return std::nullopt;
-  if (!v->is_string()) return Err(400, absl::StrCat("`", field, "` must be a string, found ", TypeName(*v)));
-  out = std::string(v->get_string().value_unsafe());
-  return std::nullopt;
-}
-
-// An optional integer field in [lo, hi]: a number with a fraction is 400, an
-// integer out of range 422 ("`field` must be in [lo, hi], got v"); absent or
-// null leaves `out` as is. A number written with an exponent or ".0" (typed
-// DOUBLE by simdjson) is an integer when its value is whole, as JSON does not
-// tell them apart (RFC 8259 section 6); integers above INT64_MAX (typed UINT64)
-// are out of range.
-std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* field, std::int64_t lo,
-                                          std::int64_t hi, std::optional<std::int64_t>& out) {
-  const std::optional<element> v = body.Find(field);
-  if (!v) return std::nullopt;
-  const element_type type = v->type();
-  const double d = type == element_type::DOUBLE ? v->get_double().value_unsafe() : 0.0;
-  if (type != element_type::INT64 && type != element_type::UINT64 &&
-      (type != element_type::DOUBLE || d != std::floor(d))) {
-    return Err(400, absl::StrCat("`", field, "` must be an integer, found ", TypeName(*v)));
-  }
-  // The double range check happens before the conversion, which would overflow.
-  const bool in_range = type == element_type::INT64    ? v->get_int64().value_unsafe() >= lo &&
-                                                             v->get_int64().value_unsafe() <= hi
-                        : type == element_type::DOUBLE ? d >= static_cast<double>(lo) && d <= static_cast<double>(hi)
-                                                       : false;
-  if (!in_range) {
-    return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", body.Literal(*v)));
-  }
-  out = type == element_type::INT64 ? v->get_int64().value_unsafe() : static_cast<std::int64_t>(d);
-  return std::nullopt;
 }
 
 std::optional<ApiError> GetDimensions(const ParsedBody& body, int& out) {

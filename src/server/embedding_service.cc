@@ -102,9 +102,15 @@ struct Pending {
   EmbedResult result;
   ServiceBatcher* batcher = nullptr;
 
-  // Counts `k` inputs as resolved; the last one answers.
+  // Counts `k` inputs as resolved; true for the call that counted the last one,
+  // which must then call Answer (once).
+  bool CountDown(std::size_t k) { return remaining.fetch_sub(k) == k; }
+  // Counts `k` inputs as resolved; the last one answers on this thread.
   void Release(std::size_t k) {
-    if (remaining.fetch_sub(k) != k) return;
+    if (CountDown(k)) Answer();
+  }
+  // Calls `done` with the first failure, or with every input's embedding.
+  void Answer() {
     absl::Status failure;
     std::vector<ItemOut> resolved;
     {
@@ -253,15 +259,20 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
     if (!p->error.ok()) break;  // cancelled or an earlier input failed
     const auto tokens = static_cast<std::int64_t>(items[i].input.input_ids.size());
     items[i].queued = SteadyClock::now();
-    absl::StatusOr<RequestId> id = batcher->Submit(
-        std::move(items[i]), tokens, submit, [p, i](absl::StatusOr<ItemOut> r) {
+    absl::StatusOr<RequestId> id =
+        batcher->Submit(std::move(items[i]), tokens, submit, [this, p, i](absl::StatusOr<ItemOut> r) {
           if (r.ok()) {
             MutexLock lock(&p->mu);
             p->outs[i] = *std::move(r);
           } else {
             p->Fail(Prefixed(r.status(), absl::StrCat("input[", i, "]: ")));
           }
-          p->Release(1);
+          if (!p->CountDown(1)) return;
+          // The answer (the caller formats its reply there) goes to a tokenizer
+          // thread when the worker's next batch would wait for it; inline when
+          // the worker has nothing else to do (a hand-off costs a thread wake-up)
+          // or the pool has stopped (shutdown drains the Batcher after it).
+          if (!CallbackDelaysNextBatch() || !Post([p] { p->Answer(); })) p->Answer();
         });
     if (!id.ok()) {
       refused = Prefixed(id.status(), absl::StrCat("input[", i, "]: "));

@@ -20,12 +20,20 @@
 namespace tokenbatch::server {
 namespace {
 
-// Records the ids of every input it is given; returns zero vectors of width 4.
+// Records the ids of every input it is given; returns zero vectors of width 4,
+// after `delay` per call.
 class RecordingBackend : public EmbeddingBackend {
  public:
+  explicit RecordingBackend(std::chrono::milliseconds delay = {}) : delay_(delay) {}
   absl::StatusOr<std::vector<backend::Embedding>> Embed(
       std::span<const backend::EmbeddingInput> inputs) const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++calls_;
+    }
+    std::this_thread::sleep_for(delay_);
     std::lock_guard<std::mutex> lock(mu_);
+    thread_ = std::this_thread::get_id();
     for (const auto& in : inputs) {
       seen_.push_back(in.input_ids);
       prompt_tokens_.push_back(in.prompt_tokens);
@@ -45,11 +53,23 @@ class RecordingBackend : public EmbeddingBackend {
     std::lock_guard<std::mutex> lock(mu_);
     return prompt_tokens_;
   }
+  // The thread of the last Embed call (the Batcher's worker).
+  std::thread::id thread() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return thread_;
+  }
+  int calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return calls_;
+  }
 
  private:
   mutable std::mutex mu_;
   mutable std::vector<std::vector<std::int32_t>> seen_;
   mutable std::vector<int> prompt_tokens_;
+  mutable std::thread::id thread_;
+  mutable int calls_ = 0;
+  const std::chrono::milliseconds delay_;
 };
 
 absl::StatusOr<EmbedResult> EmbedNow(EmbeddingService& service, EmbedRequest request) {
@@ -162,6 +182,36 @@ TEST(EmbeddingServiceFanIn, OneFailingInputFailsTheRequestOnceNamingIt) {
   EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("input[1]: "));
   (*service).reset();  // drains: any late resolution would call back again
   EXPECT_EQ(calls.load(), 1);
+}
+
+// The answer (where the caller formats its reply) runs on a tokenizer thread when
+// the worker's next batch would wait for it, and on the worker when it is idle.
+TEST(EmbeddingServiceFanIn, TheAnswerLeavesTheWorkerOnlyWhenABatchWaits) {
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto backend = std::make_unique<RecordingBackend>(std::chrono::milliseconds(200));
+  const RecordingBackend* model = backend.get();
+  auto service = EmbeddingService::Create({}, *std::move(tok), std::move(backend));
+  ASSERT_TRUE(service.ok()) << service.status();
+  std::promise<std::thread::id> first, second;
+  (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "first"}}}, [&](absl::StatusOr<EmbedResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status();
+    first.set_value(std::this_thread::get_id());
+  });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (model->calls() == 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(model->calls(), 1);  // the first batch runs for 200 ms...
+  (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "second"}}}, [&](absl::StatusOr<EmbedResult> r) {
+    EXPECT_TRUE(r.ok()) << r.status();
+    second.set_value(std::this_thread::get_id());
+  });
+  // ...so the second is queued when it ends: the first answer must not hold it up.
+  EXPECT_NE(first.get_future().get(), model->thread());
+  // Nothing waits behind the second: answered on the worker itself.
+  EXPECT_EQ(second.get_future().get(), model->thread());
+  EXPECT_EQ(model->calls(), 2);
 }
 
 TEST(EmbeddingServiceFanIn, ADisconnectCancelsTheQueuedInputsAndAnswersOnce) {

@@ -1,4 +1,4 @@
-// Router: routes, auth, limits, and the glue to EmbeddingService (see router.h).
+// Router: the route table, auth, limits, and the embedding routes (see router.h).
 #include "server/router.h"
 
 #include <cctype>
@@ -7,14 +7,12 @@
 #include <optional>
 #include <variant>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
 #include "server/content_coding.h"
-#include "server/metrics_text.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
@@ -30,17 +28,7 @@ bool BearerMatches(std::string_view authorization, std::string_view key) {
   return authorization.substr(kScheme.size()) == key;
 }
 
-
 using Clock = std::chrono::steady_clock;
-
-// An error answer. 429 (overloaded: a full queue or too many concurrent
-// requests) carries Retry-After (RFC 9110 section 10.2.3) in seconds: queues
-// here drain in milliseconds, so 1 s, the smallest value the header holds.
-HttpReply ErrorReply(ApiFlavor flavor, const ApiError& error) {
-  HttpReply reply{.status = error.status, .body = ErrorBody(flavor, error)};
-  if (error.status == 429) reply.headers.emplace_back("Retry-After", "1");
-  return reply;
-}
 
 // The X-Request-Timeout-Ms header: a whole number of milliseconds in
 // [1, kMaxTimeoutMs]; empty = no deadline.
@@ -59,6 +47,12 @@ std::variant<std::optional<Clock::time_point>, ApiError> ParseTimeout(const std:
 std::string Millis(double us) { return absl::StrCat(static_cast<std::int64_t>(us / 1000.0)); }
 
 }  // namespace
+
+HttpReply Router::ErrorReply(ApiFlavor flavor, const ApiError& error) {
+  HttpReply reply{.status = error.status, .body = ErrorBody(flavor, error)};
+  if (error.status == 429) reply.headers.emplace_back("Retry-After", "1");
+  return reply;
+}
 
 Router::Router(const ServerOptions& options, EmbeddingService* service)
     : options_(options),
@@ -179,35 +173,12 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   return (this->*route->handler)(std::move(request), std::move(reply));
 }
 
-std::function<void()> Router::Health(HttpRequest, Respond reply) {
-  if (shutting_down()) {
-    reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
-  } else {
-    reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
-  }
-  return {};
-}
-
-std::function<void()> Router::Metrics(HttpRequest, Respond reply) {
-  reply(HttpReply{.status = 200, .content_type = "text/plain; version=0.0.4", .body = MetricsText()});
-  return {};
-}
-
 std::function<void()> Router::EmbedOpenAi(HttpRequest request, Respond reply) {
   return Embed(std::move(request), std::move(reply), /*openai=*/true);
 }
 std::function<void()> Router::EmbedTei(HttpRequest request, Respond reply) {
   return Embed(std::move(request), std::move(reply), /*openai=*/false);
 }
-std::function<void()> Router::Decode(HttpRequest request, Respond reply) {
-  DecodeIds(std::move(request), std::move(reply), /*vllm=*/false);
-  return {};
-}
-std::function<void()> Router::Detokenize(HttpRequest request, Respond reply) {
-  DecodeIds(std::move(request), std::move(reply), /*vllm=*/true);
-  return {};
-}
-
 std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool openai) {
   const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
   const ApiFlavor flavor = openai ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
@@ -243,9 +214,10 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
   return service_->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
-        // Formatted here, on the Batcher's worker: with one I/O thread, that thread
-        // is the server's bottleneck, and moving the formatting onto it measured
-        // slower (docs/benchmarks.md, "Where the reply is formatted").
+        // Formatted here: on a tokenizer thread when the Batcher's worker has a
+        // batch waiting (EmbeddingService hands the answer over), else on the
+        // idle worker; never on the I/O thread, the server's bottleneck with one
+        // I/O thread (docs/benchmarks.md, "Where the reply is formatted").
         HttpReply out{.status = 200,
                       .body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(*r, model, base64)
                                                            : TeiEmbedBody(*r)};
@@ -263,112 +235,6 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
         out.headers.emplace_back("x-total-time", Millis(total_us));
         reply(std::move(out));
       });
-}
-
-std::function<void()> Router::Tokenize(HttpRequest request, Respond reply) {
-  auto parsed = ParseTokenize(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    reply(ErrorReply(ApiFlavor::kTei, *e));
-    return {};
-  }
-  auto texts = std::make_shared<std::vector<std::string>>(std::get<TokenizeRequest>(parsed).texts);
-  service_->Tokenize(*texts, std::get<TokenizeRequest>(parsed).add_special_tokens,
-                     [reply = std::move(reply), texts](auto r) {
-                       if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
-                       reply(HttpReply{.status = 200, .body = TokenizeBody(*texts, *r)});
-                     });
-  return {};
-}
-
-void Router::DecodeIds(HttpRequest request, Respond reply, bool vllm) {
-  const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
-  const ApiFlavor flavor = vllm ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
-  auto parsed = vllm ? ParseDetokenize(request.body, limits) : ParseDecode(request.body, limits);
-  if (auto* e = std::get_if<ApiError>(&parsed)) {
-    if (vllm && e->status == 422) e->status = 400;  // vLLM answers every bad request with 400
-    return reply(ErrorReply(flavor, *e));
-  }
-  DecodeRequest& r = std::get<DecodeRequest>(parsed);
-  // The service names the list as "ids[i]"; a single list is `ids` (TEI) or `tokens` (vLLM).
-  const std::string single_name = r.batch ? "" : (vllm ? "`tokens`: " : "`ids`: ");
-  service_->Decode(std::move(r.ids), r.skip_special_tokens,
-                   [reply = std::move(reply), flavor, vllm, single_name](
-                       absl::StatusOr<std::vector<std::string>> texts) {
-                     if (!texts.ok()) {
-                       ApiError e = FromStatus(texts.status());
-                       if (!single_name.empty() && e.message.rfind("ids[0]: ", 0) == 0) {
-                         e.message = single_name + e.message.substr(8);
-                       }
-                       if (vllm && e.status == 422) e.status = 400;
-                       return reply(ErrorReply(flavor, e));
-                     }
-                     reply(HttpReply{.status = 200, .body = vllm ? DetokenizeBody(texts->at(0)) : DecodeBody(*texts)});
-                   });
-}
-
-std::function<void()> Router::Info(HttpRequest, Respond reply) {
-  const SchedulerOptions& s = service_->options().batcher.scheduler;
-  const EmbeddingBackend& b = service_->backend();
-  const BackendInfo model = b.info();
-  // TEI's shape: model_type {"embedding": {"pooling": ...}}; the config's own
-  // model_type (the architecture) rides inside it.
-  nlohmann::json embedding = {{"hidden_size", b.hidden_size()}};
-  // TEI's names: cls, mean, last_token.
-  if (!model.pooling.empty()) embedding["pooling"] = model.pooling == "last" ? "last_token" : model.pooling;
-  if (!model.architecture.empty()) embedding["architecture"] = model.architecture;
-  const nlohmann::json info = {
-      {"model_id", options_.model_name},
-      {"model_type", {{"embedding", embedding}}},
-      {"backend", b.name()},
-      {"normalize", b.default_normalize()},
-      {"model_dtype", model.dtype},
-      {"max_input_length", service_->max_input_tokens()},
-      {"max_batch_tokens", s.max_batch_tokens},
-      {"max_batch_requests", s.max_batch_size},
-      {"max_client_batch_size", options_.max_client_batch_size},
-      {"max_concurrent_requests", options_.max_concurrent_requests},
-      {"auto_truncate", service_->options().auto_truncate},
-      {"payload_limit", options_.payload_limit},
-      {"tokenization_workers", service_->options().tokenizer_threads},
-      {"scheduler",
-       {{"max_batch_tokens", s.max_batch_tokens},
-        {"max_batch_requests", s.max_batch_size},
-        {"max_wait_us", std::chrono::duration_cast<std::chrono::microseconds>(s.max_wait).count()},
-        {"cost_model", std::string(s.cost_model.name())},
-        {"policy", std::string(PackingPolicyName(s.policy))},
-        {"oversize", std::string(OversizePolicyName(s.oversize))},
-        {"max_queue_size", s.max_queue_size},
-        {"max_queued_tokens", s.max_queued_tokens},
-        {"workers", service_->options().batcher.num_workers}}},
-      {"version", "0.1.0"}};
-  reply(HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
-  return {};
-}
-
-std::function<void()> Router::Models(HttpRequest, Respond reply) {
-  // OpenAI's model list: the one served model, `created` in Unix seconds.
-  const nlohmann::json models = {
-      {"object", "list"},
-      {"data", nlohmann::json::array({{{"id", options_.model_name},
-                                       {"object", "model"},
-                                       {"created", created_unix_s_},
-                                       {"owned_by", "tokenbatch"}}})}};
-  reply(HttpReply{.status = 200, .body = models.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
-  return {};
-}
-
-std::string Router::MetricsText() const {
-  std::string out = MetricsSnapshotText(service_->metrics());
-  absl::StrAppend(&out, "# HELP tokenbatch_http_in_flight HTTP requests being handled\n",
-                  "# TYPE tokenbatch_http_in_flight gauge\ntokenbatch_http_in_flight ", in_flight_.load(), "\n");
-  absl::StrAppend(&out, "# HELP tokenbatch_http_requests_total HTTP replies by route and status code\n",
-                  "# TYPE tokenbatch_http_requests_total counter\n");
-  MutexLock lock(&mu_);
-  for (const auto& [key, n] : replies_) {
-    absl::StrAppend(&out, "tokenbatch_http_requests_total{route=\"", key.first, "\",code=\"", key.second, "\"} ",
-                    n, "\n");
-  }
-  return out;
 }
 
 }  // namespace tokenbatch::server

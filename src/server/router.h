@@ -111,7 +111,14 @@ class Router {
   };
   // The route for `path`, or nullptr.
   static const Route* FindRoute(std::string_view path);
+  // An error answer in `flavor`'s body shape. 429 (overloaded: a full queue or too
+  // many concurrent requests) carries Retry-After (RFC 9110 section 10.2.3) in
+  // seconds: queues here drain in milliseconds, so 1 s, the smallest value the
+  // header holds.
+  static HttpReply ErrorReply(ApiFlavor flavor, const ApiError& error);
 
+  // The handlers: router.cc (embeddings), router_tokens.cc (tokenize, decode),
+  // router_info.cc (health, info, models, metrics).
   std::function<void()> Health(HttpRequest request, Respond respond);
   std::function<void()> Info(HttpRequest request, Respond respond);
   std::function<void()> Models(HttpRequest request, Respond respond);

@@ -36,6 +36,13 @@
 
 namespace tokenbatch {
 
+// True while the calling thread is an engine worker firing completions
+// (EngineContext::Fire) with its next batch already taken: that batch's model
+// call waits until the callbacks return. A callback with costly work (formatting
+// a reply) can hand it to another thread then, and do it inline otherwise, when
+// the worker has nothing else to do. False on every other thread.
+[[nodiscard]] bool CallbackDelaysNextBatch();
+
 // The typed work of one engine thread (a worker, the deadline thread, or a caller
 // of Submit, Cancel or Shutdown): the batch it runs and the resolutions it owes.
 // Used by one thread at a time.
@@ -47,8 +54,9 @@ class EngineContext {
   // batch about to run, in order) out of the payload table into this context.
   virtual void LoadBatch(std::span<const RequestId> ids) = 0;
   // Without a lock: runs the loaded batch through the backend with failure
-  // isolation (isolation.h) and writes one status per input to `statuses` (same
-  // size and order; OK means an output is held for it). `on_oom(offset, count)` is
+  // isolation (isolation.h). `statuses` has one entry per input (same order), all
+  // OK on entry; the error of each input that failed is written there, and an
+  // output is held for every input left OK. `on_oom(offset, count)` is
   // RunIsolated's. Blocks for as long as the model runs.
   virtual void RunBatch(std::span<absl::Status> statuses,
                         absl::FunctionRef<void(std::size_t offset, std::size_t count)> on_oom,
@@ -78,16 +86,25 @@ class EngineContext {
 class EngineClient {
  public:
   virtual ~EngineClient() = default;
-  // Under the submit-side lock: the engine now has `slots` record slots; the
-  // payload table must cover them. Rare (the slab grows in chunks).
+  // Under the submit-side lock, before the engine hands out any of them: the
+  // payload table must cover `slots` slots. Rare (the slab grows in chunks). Must
+  // not block or call the engine; may throw std::bad_alloc (the submit fails with
+  // it and the engine is unchanged).
   virtual void GrowTo(std::size_t slots) = 0;
   // Under the engine lock: record `id` is being freed; drop what its payload
   // still holds (an input never dispatched, a split request's window outputs).
+  // Must not block, throw or call the engine.
   virtual void Clear(RequestId id) = 0;
   // A context for a worker or the deadline thread. Called once per thread, at Start.
   [[nodiscard]] virtual std::unique_ptr<EngineContext> NewContext() = 0;
 };
 
+// Thread-safety: every method may be called from any thread, except Start (once,
+// before anything else) and the destructor. Submit, SubmitPlanned, Cancel,
+// Refuse and the observers never block on a batch: they take the engine's locks
+// briefly. Shutdown blocks until the threads are joined, so it must not be
+// called from an engine thread (inside EngineContext::Fire), nor may the engine
+// be destroyed there.
 class BatchEngine {
  public:
   // Validates `options` (InvalidArgument: bad scheduler, AIMD or worker options).
@@ -103,7 +120,8 @@ class BatchEngine {
   // Submits a request through the intake: one of 1..max_input_tokens tokens
   // (EffectiveMaxInputTokens) without a deadline; any other needs a plan
   // (PlanWindows, SubmitPlanned). Under the submit-side lock, with the id
-  // allocated, calls `fill(id)` to store the payload; `fill` must not throw.
+  // allocated, calls `fill(id)` to store the payload; `fill` must not throw,
+  // block or call the engine.
   // Errors (fill not called, counted as refused): QueueFull, ShuttingDown.
   [[nodiscard]] virtual absl::StatusOr<RequestId> Submit(std::int64_t tokens, const SubmitOptions& options,
                                                          absl::FunctionRef<void(RequestId)> fill) = 0;
@@ -113,11 +131,11 @@ class BatchEngine {
   [[nodiscard]] virtual absl::StatusOr<std::vector<TokenWindow>> PlanWindows(std::int64_t tokens) = 0;
   // Submits a request scheduled as `windows` (from PlanWindows). With one window
   // the request itself is scheduled; with more it is split and each window is a
-  // scheduled record. Under the engine lock calls `fill(request, scheduled)`,
-  // where `scheduled` are the ids whose payloads take the inputs (`request` itself
-  // when not split). An Enqueue failure (not expected) resolves the request into
-  // `context`, which the caller fires. Errors (fill not called, counted as
-  // refused): QueueFull, ShuttingDown.
+  // scheduled record. Under the engine lock calls `fill(request, scheduled)`
+  // (which must not throw, block or call the engine), where `scheduled` are the
+  // ids whose payloads take the inputs (`request` itself when not split). An Enqueue failure (not expected) resolves
+  // the request into `context`, which the caller fires. Errors (fill not called, counted as refused): QueueFull,
+  // ShuttingDown.
   [[nodiscard]] virtual absl::StatusOr<RequestId> SubmitPlanned(
       std::span<const TokenWindow> windows, const SubmitOptions& options, EngineContext& context,
       absl::FunctionRef<void(RequestId request, std::span<const RequestId> scheduled)> fill) = 0;

@@ -260,9 +260,15 @@ class Batcher final : private EngineClient {
     }
 
    private:
-    // Moving leaves the payload's Notifier empty (an empty std::function, an
-    // invalid promise), so a reused slot starts clean.
-    Notifier&& TakeNotifier(RequestId request) { return std::move(b_.payloads_.Get(request).done); }
+    // Leaves the payload's Notifier empty (a moved-from std::function need not
+    // be; a moved-from promise is), so the callback's captures die with its
+    // completion, not at the slot's next use.
+    Notifier TakeNotifier(RequestId request) {
+      Notifier& done = b_.payloads_.Get(request).done;
+      Notifier taken = std::move(done);
+      done.callback = nullptr;
+      return taken;
+    }
 
     Batcher& b_;
     std::vector<In> inputs_;

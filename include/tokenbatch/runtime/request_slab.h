@@ -85,7 +85,11 @@ class RequestSlab {
     }
   }
 
-  // Slots ever created (live + free); for tests.
+  // Free slots: 0 means the next Allocate grows the slab by kChunkSize slots
+  // (or fails at the 67M limit).
+  [[nodiscard]] std::size_t free_slots() const { return free_.size(); }
+
+  // Slots ever created (live + free).
   [[nodiscard]] std::size_t capacity() const { return std::size_t{num_chunks_} * kChunkSize; }
 
  private:

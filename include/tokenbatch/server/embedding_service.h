@@ -5,13 +5,16 @@
 // which is an I/O thread; the threads drain their queue in bulk and are woken
 // only when needed, see src/server/work_queue.h), submits each input to the
 // Batcher as its own request (so the inputs of one client request may land in
-// different batches), and calls the callback once all are resolved. Oversize inputs follow the Batcher's oversize policy one by
-// one; a request-level `truncate` cuts an input to max_input_tokens first (TEI's
-// truncate / auto-truncate). If any input fails, the others are cancelled and the
-// request fails with the first error, its message prefixed with the input index.
+// different batches), and calls the callback once all are resolved. Oversize inputs follow the Batcher's oversize
+// policy one by one; a request-level `truncate` cuts an input to max_input_tokens first (TEI's truncate /
+// auto-truncate). If any input fails, the others are cancelled and the request fails with the first error, its message
+// prefixed with the input index.
 //
 // Thread-safety: every method may be called from any thread. Callbacks run on a
-// tokenizer-pool thread or a Batcher worker thread and must not block.
+// tokenizer-pool thread or a Batcher worker thread and must not block. An Embed
+// answer is handed from the worker to a tokenizer thread when the worker's next
+// batch would otherwise wait for it (CallbackDelaysNextBatch), so formatting a
+// reply does not delay the model.
 #pragma once
 
 #include <cstdint>

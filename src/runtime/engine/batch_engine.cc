@@ -46,7 +46,10 @@ BatchEngineImpl::~BatchEngineImpl() {
     MutexLock lock(&mu_);
     stopped = stopping_;
   }
-  if (!stopped && !contexts_.empty()) Shutdown(ShutdownMode::kCancelQueued, *contexts_.back());
+  if (stopped || contexts_.empty()) return;
+  // A context of its own: the threads' contexts are in use until they are joined.
+  const std::unique_ptr<EngineContext> context = client_.NewContext();
+  Shutdown(ShutdownMode::kCancelQueued, *context);
 }
 
 void BatchEngineImpl::Start() {

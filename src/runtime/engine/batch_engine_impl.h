@@ -87,7 +87,7 @@ class BatchEngineImpl final : public BatchEngine {
 
   // --- worker_loop.cc
   void WorkerLoop(EngineContext& context);
-  // Settles the intake, asks the core at `now`, resolves the expired requests.
+  // Asks the core at `now` (after SettleLocked) and resolves the expired requests.
   Decision DecideLocked(EngineContext& context, TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `d`'s batch in flight and loads its inputs into `context`.
   void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch)

@@ -72,6 +72,22 @@ TEST(DeadlineStepTest, TheWorkerExpiresQueuedRequestsWhenItDecides) {
   EXPECT_EQ(runner.resolutions, 1);
 }
 
+// Completions owed when the worker has taken its next batch are fired with
+// CallbackDelaysNextBatch() true; those fired when it has nothing to run, false.
+TEST(DeadlineStepTest, ExpiriesFiredBeforeABatchSayTheBatchWaits) {
+  FakeClient client;
+  FakeRunner runner;
+  auto engine = MakeEngine(SmallOptions(), client);
+  const RequestId expired = SubmitPlannedAt(*engine, runner, Ms(0), {{0, 10}}, {0, Ms(2)});
+  const RequestId runs = SubmitAt(*engine, runner, Ms(1), 10);
+  const WorkerStep step = engine->StepWorker(runner, Ms(5));
+  EXPECT_THAT(step.batch, ElementsAre(runs));
+  EXPECT_EQ(step.expired, 1u);
+  EXPECT_TRUE(runner.outcomes.at(expired).fired_before_batch);
+  EXPECT_FALSE(runner.outcomes.at(runs).fired_before_batch);
+  EXPECT_FALSE(CallbackDelaysNextBatch());  // not on this thread outside Fire
+}
+
 TEST(DeadlineStepTest, ASplitRequestExpiresOnceWithAllItsWindows) {
   FakeClient client;
   FakeRunner runner;

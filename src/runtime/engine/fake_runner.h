@@ -34,6 +34,7 @@ struct Outcome {
   std::int64_t output = 0;           // the output: the tokens of the record that ran (sum, for a merge)
   std::vector<TokenWindow> windows;  // a merge: its windows
   bool fired = false;                // delivered by Fire (not only owed)
+  bool fired_before_batch = false;   // ...while CallbackDelaysNextBatch() was true
 };
 
 // Runs each batch with `rule` (default: every input succeeds); an input's output
@@ -70,7 +71,10 @@ class FakeRunner final : public EngineContext {
   }
   bool HasCompletions() const override { return !owed_.empty(); }
   void Fire() override {
-    for (RequestId id : owed_) outcomes[id].fired = true;
+    for (RequestId id : owed_) {
+      outcomes[id].fired = true;
+      outcomes[id].fired_before_batch = CallbackDelaysNextBatch();
+    }
     owed_.clear();
   }
 

@@ -22,11 +22,10 @@ absl::Status Intake::CheckAcceptingLocked(std::size_t requests, std::int64_t tok
 }
 
 std::optional<RequestId> Intake::AllocateLocked() {
-  const std::size_t capacity = slab_.capacity();
-  std::optional<RequestId> id = slab_.Allocate();
-  // The payload table must cover a new chunk before its first slot is handed out.
-  if (slab_.capacity() != capacity) client_.GrowTo(slab_.capacity());
-  return id;
+  // The payload table covers a chunk before the slab hands out its first slot,
+  // and a failure to grow it (bad_alloc) leaves the slab as it was.
+  if (slab_.free_slots() == 0) client_.GrowTo(slab_.capacity() + RequestSlab<EngineRecord>::kChunkSize);
+  return slab_.Allocate();
 }
 
 absl::StatusOr<RequestId> Intake::Submit(std::int64_t tokens, int priority, TimePoint now,

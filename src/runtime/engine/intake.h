@@ -12,10 +12,11 @@
 // queue), so that a submit wakes a worker only when the arrival can change its
 // decision.
 //
-// Thread-safety: every method is thread-safe, with the intake lock taken inside.
-// Methods whose name ends in Locked require the engine lock (`engine_mu`) too;
-// lock order is engine lock, then intake lock. Records (Get) are guarded by the
-// engine lock once published (engine_record.h).
+// Thread-safety: methods take the intake lock inside. Those whose name ends in
+// Locked also require the engine lock (`engine_mu`), and so do Get,
+// IsLiveRequest and QueuedRequests, which read records the engine lock guards
+// once published (engine_record.h); Submit, WakeOne, NotifyOne, WakeAll, Close
+// and counts need no other lock. Lock order: engine lock, then intake lock.
 #pragma once
 
 #include <condition_variable>
@@ -86,10 +87,10 @@ class Intake {
 
   // Refuses every later Submit with ShuttingDown.
   void Close() ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether `id` is a live request (not a window) as the intake sees it.
+  // Whether `id` is a live request (not a window), not yet resolved. Engine lock held.
   [[nodiscard]] bool IsLiveRequest(RequestId id) ABSL_LOCKS_EXCLUDED(mu_);
   // The ids of requests with a record still queued (each once per queued record).
-  // Only after Close, when no submit can stamp a slot.
+  // Engine lock held, and only after Close, when no submit can stamp a slot.
   [[nodiscard]] std::vector<RequestId> QueuedRequests() ABSL_LOCKS_EXCLUDED(mu_);
 
   // A published record (the caller holds the engine lock, or owns the slot).

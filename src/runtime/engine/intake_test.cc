@@ -107,7 +107,10 @@ TEST_F(IntakeTest, APlannedSplitRequestTakesOneRecordPerWindowPlusItself) {
   std::vector<RequestId> more;
   EXPECT_EQ(GetErrorKind(intake_.AllocatePlannedLocked(engine_mu_, windows, 0, Ms(0), more, &wake).status()),
             ErrorKind::kQueueFull);
-  EXPECT_THAT(more, IsEmpty());
+  // Nothing was taken by the refusal: one window still fits, in the very next slot.
+  const RequestId next = *intake_.AllocatePlannedLocked(engine_mu_, {{TokenWindow{0, 5}}}, 0, Ms(0), more, &wake);
+  EXPECT_EQ(RequestSlot(next), RequestSlot(scheduled[1]) + 1);
+  EXPECT_THAT(more, ElementsAre(next));
   intake_.Close();
   EXPECT_EQ(
       GetErrorKind(intake_.AllocatePlannedLocked(engine_mu_, {{TokenWindow{0, 1}}}, 0, Ms(0), more, &wake).status()),

@@ -9,7 +9,25 @@
 #include "runtime/engine/batch_engine_impl.h"
 #include "tokenbatch/core/errors.h"
 
-namespace tokenbatch::engine {
+namespace tokenbatch {
+namespace {
+
+thread_local bool next_batch_waits = false;
+
+// Fires `context` with CallbackDelaysNextBatch() true.
+void FireBeforeBatch(EngineContext& context) {
+  struct Flag {
+    Flag() { next_batch_waits = true; }
+    ~Flag() { next_batch_waits = false; }
+  } flag;
+  context.Fire();
+}
+
+}  // namespace
+
+bool CallbackDelaysNextBatch() { return next_batch_waits; }
+
+namespace engine {
 
 void BatchEngineImpl::SettleLocked(EngineContext& context) {
   intake_.TakeAllLocked(mu_, *scheduler_, records_.released(), settling_);
@@ -35,7 +53,6 @@ void BatchEngineImpl::FireUnlocked(EngineContext& context) {
 }
 
 Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now) {
-  SettleLocked(context);
   Decision d = scheduler_->Next(now, {aimd_.current(), draining_});
   for (RequestId id : d.expired) {
     const EngineRecord& r = intake_.Get(id);
@@ -88,6 +105,8 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context) {
   RunningBatch batch;
   mu_.Lock();
   while (true) {
+    SettleLocked(context);
+    // Read after the intake is in: no request the core sees arrived after `now`.
     const TimePoint now = SteadyClock::now();
     Decision d = DecideLocked(context, now);
     if (!d.batch.empty()) {
@@ -95,7 +114,7 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context) {
       PublishLocked();
       mu_.Unlock();
       if (d.wake_at) intake_.WakeOne();  // more may be ready for another worker
-      context.Fire();
+      FireBeforeBatch(context);
       double exec_us = 0;
       IsolationReport report;
       Execute(context, batch, &exec_us, &report);
@@ -118,6 +137,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
   WorkerStep step;
   RunningBatch batch;
   mu_.Lock();
+  SettleLocked(context);
   Decision d = DecideLocked(context, now);
   step.expired = d.expired.size();
   if (d.batch.empty()) {
@@ -127,7 +147,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
     DispatchLocked(d, now, context, batch);
     PublishLocked();
     mu_.Unlock();
-    context.Fire();
+    FireBeforeBatch(context);
     double exec_us = 0;
     IsolationReport report;
     Execute(context, batch, &exec_us, &report);
@@ -141,4 +161,5 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
   return step;
 }
 
-}  // namespace tokenbatch::engine
+}  // namespace engine
+}  // namespace tokenbatch

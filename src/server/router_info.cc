@@ -1,0 +1,92 @@
+// Router's observation routes: /health, /info (TEI's shape), /v1/models
+// (OpenAI's) and /metrics (Prometheus text), see router.h.
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "server/metrics_text.h"
+#include "server/router.h"
+
+namespace tokenbatch::server {
+
+std::function<void()> Router::Health(HttpRequest, Respond reply) {
+  if (shutting_down()) {
+    reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
+  } else {
+    reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
+  }
+  return {};
+}
+
+std::function<void()> Router::Metrics(HttpRequest, Respond reply) {
+  reply(HttpReply{.status = 200, .content_type = "text/plain; version=0.0.4", .body = MetricsText()});
+  return {};
+}
+
+std::function<void()> Router::Info(HttpRequest, Respond reply) {
+  const SchedulerOptions& s = service_->options().batcher.scheduler;
+  const EmbeddingBackend& b = service_->backend();
+  const BackendInfo model = b.info();
+  // TEI's shape: model_type {"embedding": {"pooling": ...}}; the config's own
+  // model_type (the architecture) rides inside it.
+  nlohmann::json embedding = {{"hidden_size", b.hidden_size()}};
+  // TEI's names: cls, mean, last_token.
+  if (!model.pooling.empty()) embedding["pooling"] = model.pooling == "last" ? "last_token" : model.pooling;
+  if (!model.architecture.empty()) embedding["architecture"] = model.architecture;
+  const nlohmann::json info = {
+      {"model_id", options_.model_name},
+      {"model_type", {{"embedding", embedding}}},
+      {"backend", b.name()},
+      {"normalize", b.default_normalize()},
+      {"model_dtype", model.dtype},
+      {"max_input_length", service_->max_input_tokens()},
+      {"max_batch_tokens", s.max_batch_tokens},
+      {"max_batch_requests", s.max_batch_size},
+      {"max_client_batch_size", options_.max_client_batch_size},
+      {"max_concurrent_requests", options_.max_concurrent_requests},
+      {"auto_truncate", service_->options().auto_truncate},
+      {"payload_limit", options_.payload_limit},
+      {"tokenization_workers", service_->options().tokenizer_threads},
+      {"scheduler",
+       {{"max_batch_tokens", s.max_batch_tokens},
+        {"max_batch_requests", s.max_batch_size},
+        {"max_wait_us", std::chrono::duration_cast<std::chrono::microseconds>(s.max_wait).count()},
+        {"cost_model", std::string(s.cost_model.name())},
+        {"policy", std::string(PackingPolicyName(s.policy))},
+        {"oversize", std::string(OversizePolicyName(s.oversize))},
+        {"max_queue_size", s.max_queue_size},
+        {"max_queued_tokens", s.max_queued_tokens},
+        {"workers", service_->options().batcher.num_workers}}},
+      {"version", "0.1.0"}};
+  reply(HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  return {};
+}
+
+std::function<void()> Router::Models(HttpRequest, Respond reply) {
+  // OpenAI's model list: the one served model, `created` in Unix seconds.
+  const nlohmann::json models = {{"object", "list"},
+                                 {"data", nlohmann::json::array({{{"id", options_.model_name},
+                                                                  {"object", "model"},
+                                                                  {"created", created_unix_s_},
+                                                                  {"owned_by", "tokenbatch"}}})}};
+  reply(HttpReply{.status = 200, .body = models.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  return {};
+}
+
+std::string Router::MetricsText() const {
+  std::string out = MetricsSnapshotText(service_->metrics());
+  absl::StrAppend(&out, "# HELP tokenbatch_http_in_flight HTTP requests being handled\n",
+                  "# TYPE tokenbatch_http_in_flight gauge\ntokenbatch_http_in_flight ", in_flight_.load(), "\n");
+  absl::StrAppend(&out, "# HELP tokenbatch_http_requests_total HTTP replies by route and status code\n",
+                  "# TYPE tokenbatch_http_requests_total counter\n");
+  MutexLock lock(&mu_);
+  for (const auto& [key, n] : replies_) {
+    absl::StrAppend(&out, "tokenbatch_http_requests_total{route=\"", key.first, "\",code=\"", key.second, "\"} ", n,
+                    "\n");
+  }
+  return out;
+}
+
+}  // namespace tokenbatch::server
