@@ -357,12 +357,7 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
 // The stop signal's pipe: written by OnStopSignal, read by Run.
 int g_stop_pipe[2] = {-1, -1};
 
-extern "C" void OnStopSignal(int sig) {
-  const unsigned char byte = static_cast<unsigned char>(sig);
-  [[maybe_unused]] const ssize_t written = write(g_stop_pipe[1], &byte, 1);
-}
-
-// Sets the action of SIGINT and SIGTERM: OnStopSignal, or SIG_DFL.
+// Sets the action of SIGINT and SIGTERM: OnStopSignal, or SIG_DFL. Async-signal-safe.
 void SetStopHandler(void (*handler)(int)) {
   struct sigaction action {};
   action.sa_handler = handler;
@@ -370,6 +365,15 @@ void SetStopHandler(void (*handler)(int)) {
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+}
+
+// Tells Run (through the pipe) and puts both signals back to their default, here
+// rather than in Run, so that a second one stops the process at once even if it
+// comes before Run has read the first.
+extern "C" void OnStopSignal(int sig) {
+  SetStopHandler(SIG_DFL);
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t written = write(g_stop_pipe[1], &byte, 1);
 }
 
 void Run(const ServeArgs& a) {
@@ -433,9 +437,8 @@ void Run(const ServeArgs& a) {
     // EINTR only (the handler itself may interrupt this read): wait again.
   }
   const int sig = received;
-  // A second signal while draining ends the process at once, as users expect of
-  // a second Ctrl-C.
-  SetStopHandler(SIG_DFL);
+  // A second signal while draining ends the process at once (OnStopSignal reset
+  // the handlers), as users expect of a second Ctrl-C.
   spdlog::info("received {}; stopping (again to stop at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   http->Stop();
   http.reset();

@@ -95,10 +95,10 @@ struct Pending {
   std::vector<RequestId> ids ABSL_GUARDED_BY(mu);  // submitted so far
   absl::Status error ABSL_GUARDED_BY(mu);          // the first failure
   std::atomic<std::size_t> remaining;
-  // Set by Embed before the request is posted; called by the last Release.
+  // Set by Embed before the request is posted; called by Answer.
   EmbeddingService::EmbedCallback done;
   // Counts and times written by RunEmbed before it releases its hold, then read
-  // (and the embeddings added) by the last Release: `remaining` orders the two.
+  // (and the embeddings added) by Answer: `remaining` orders the two.
   EmbedResult result;
   ServiceBatcher* batcher = nullptr;
 
@@ -269,10 +269,19 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
           }
           if (!p->CountDown(1)) return;
           // The answer (the caller formats its reply there) goes to a tokenizer
-          // thread when the worker's next batch would wait for it; inline when
-          // the worker has nothing else to do (a hand-off costs a thread wake-up)
-          // or the pool has stopped (shutdown drains the Batcher after it).
-          if (!CallbackDelaysNextBatch() || !Post([p] { p->Answer(); })) p->Answer();
+          // thread when the worker's next batch would wait for it; inline when the
+          // worker has nothing else to do (a hand-off costs a thread wake-up), or
+          // when the pool has stopped (shutdown drains the Batcher after it) or
+          // cannot take it. Queued behind the tokenisation already waiting, not
+          // ahead of it: ahead measured slower (docs/benchmarks.md).
+          bool posted = false;
+          if (CallbackDelaysNextBatch()) {
+            try {
+              posted = pool->Post([p] { p->Answer(); });
+            } catch (...) {
+            }
+          }
+          if (!posted) p->Answer();
         });
     if (!id.ok()) {
       refused = Prefixed(id.status(), absl::StrCat("input[", i, "]: "));

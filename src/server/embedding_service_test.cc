@@ -189,7 +189,7 @@ TEST(EmbeddingServiceFanIn, OneFailingInputFailsTheRequestOnceNamingIt) {
 TEST(EmbeddingServiceFanIn, TheAnswerLeavesTheWorkerOnlyWhenABatchWaits) {
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
   ASSERT_TRUE(tok.ok()) << tok.status();
-  auto backend = std::make_unique<RecordingBackend>(std::chrono::milliseconds(200));
+  auto backend = std::make_unique<RecordingBackend>(std::chrono::milliseconds(500));
   const RecordingBackend* model = backend.get();
   auto service = EmbeddingService::Create({}, *std::move(tok), std::move(backend));
   ASSERT_TRUE(service.ok()) << service.status();
@@ -202,7 +202,7 @@ TEST(EmbeddingServiceFanIn, TheAnswerLeavesTheWorkerOnlyWhenABatchWaits) {
   while (model->calls() == 0 && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  ASSERT_EQ(model->calls(), 1);  // the first batch runs for 200 ms...
+  ASSERT_EQ(model->calls(), 1);  // the first batch runs for 500 ms...
   (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "second"}}}, [&](absl::StatusOr<EmbedResult> r) {
     EXPECT_TRUE(r.ok()) << r.status();
     second.set_value(std::this_thread::get_id());

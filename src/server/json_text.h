@@ -1,5 +1,5 @@
 // Checks and rewrites of a JSON request body's raw text, around the JSON parser
-// (internal to the server; api_parse.cc uses them).
+// (internal to the server; parsed_body.cc uses them).
 //
 // Pure functions: thread-safe, never block, never throw.
 #pragma once
@@ -23,7 +23,7 @@ namespace tokenbatch::server {
 // again with each of those numbers replaced by a distinct 64-bit integer of the
 // same sign, outside every range the API accepts (the largest positive ones,
 // typed UINT64, or the most negative), so that the field checks answer 422
-// naming the field (api_parse.cc's ParsedBody::Literal gives back the
+// naming the field (parsed_body.h's ParsedBody::Literal gives back the
 // client's digits).
 struct ClampedBody {
   std::string body;

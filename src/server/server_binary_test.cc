@@ -167,9 +167,17 @@ TEST(ServeBinary, ASecondSignalWhileDrainingStopsAtOnce) {
     Connection conn(serve.port());
     if (conn.Send(BuildRequest("POST", "/embed", json{{"inputs", "in flight"}}.dump()))) (void)conn.Read();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the batch is running
+  // Until its input is in the Batcher (a drain then takes its 10 s batch).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool submitted = false;
+  while (!submitted && std::chrono::steady_clock::now() < give_up) {
+    auto metrics = Call(serve.port(), "GET", "/metrics");
+    submitted = metrics && metrics->body.find("\ntokenbatch_inputs_submitted_total 1\n") != std::string::npos;
+    if (!submitted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(submitted);
   serve.Signal(SIGTERM);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));    // the first one is handled: draining
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(serve.WaitExit(std::chrono::milliseconds(100)), -1);  // still draining...
   serve.Signal(SIGTERM);
   EXPECT_EQ(serve.WaitExit(std::chrono::seconds(5)), 128 + SIGTERM);  // ...until the second signal

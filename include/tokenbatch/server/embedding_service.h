@@ -11,10 +11,10 @@
 // prefixed with the input index.
 //
 // Thread-safety: every method may be called from any thread. Callbacks run on a
-// tokenizer-pool thread or a Batcher worker thread and must not block. An Embed
-// answer is handed from the worker to a tokenizer thread when the worker's next
-// batch would otherwise wait for it (CallbackDelaysNextBatch), so formatting a
-// reply does not delay the model.
+// tokenizer-pool thread, a Batcher worker or deadline thread, or the thread that
+// cancels (a disconnect), and must not block. An Embed answer is handed from the
+// worker to a tokenizer thread when the worker's next batch would otherwise wait
+// for it (CallbackDelaysNextBatch), so formatting a reply does not delay the model.
 #pragma once
 
 #include <cstdint>

@@ -54,20 +54,30 @@ absl::StatusOr<RequestId> Intake::AllocatePlannedLocked(Mutex& /*engine_mu*/, st
   const bool split = windows.size() > 1;
   scheduled.clear();
   RequestId request = 0;
-  for (std::size_t i = 0; i < windows.size() + (split ? 1 : 0); ++i) {
-    const std::optional<RequestId> slot = AllocateLocked();
-    if (!slot) {
-      if (request != 0) scheduled.push_back(request);
-      for (RequestId r : scheduled) slab_.Get(r).id = 0, slab_.Release(r);
-      scheduled.clear();
-      return SlabFull();
+  // Gives back what this call took: on a full slab, or if growing the payload
+  // table throws.
+  auto release_taken = [&] {
+    if (request != 0 && split) scheduled.push_back(request);
+    for (RequestId r : scheduled) slab_.Get(r).id = 0, slab_.Release(r);
+    scheduled.clear();
+  };
+  try {
+    for (std::size_t i = 0; i < windows.size() + (split ? 1 : 0); ++i) {
+      const std::optional<RequestId> slot = AllocateLocked();
+      if (!slot) {
+        release_taken();
+        return SlabFull();
+      }
+      if (request == 0) {
+        request = *slot;
+        if (!split) scheduled.push_back(request);
+      } else {
+        scheduled.push_back(*slot);
+      }
     }
-    if (request == 0) {
-      request = *slot;
-      if (!split) scheduled.push_back(request);
-    } else {
-      scheduled.push_back(*slot);
-    }
+  } catch (...) {
+    release_taken();
+    throw;
   }
   scheduled_requests_ += windows.size();  // published now, before the Scheduler has them
   scheduled_tokens_ += total_tokens;
