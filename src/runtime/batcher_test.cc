@@ -203,6 +203,15 @@ TEST(BatcherTest, SplitRunsWindowsAndMergesTheirResults) {
   EXPECT_EQ(GetErrorKind(failed.status()), ErrorKind::kBackend);
 }
 
+TEST(BatcherTest, NoWorkersIsRefusedAtCreate) {
+  RecordingBackend backend;
+  BatcherOptions o = SumOptions();
+  o.num_workers = 0;
+  auto b = SumBatcher::Create(o, backend.AsBackend());
+  EXPECT_EQ(GetErrorKind(b.status()), ErrorKind::kInvalidArgument);
+  EXPECT_NE(b.status().message().find("num_workers must be >= 1, got 0"), std::string_view::npos);
+}
+
 TEST(BatcherTest, SplitWithoutHooksIsRefusedAtCreate) {
   RecordingBackend backend;
   BatcherOptions o = SumOptions();

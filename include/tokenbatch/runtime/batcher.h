@@ -343,10 +343,8 @@ class Batcher final : private EngineClient {
 template <typename In, typename Out>
 absl::StatusOr<std::unique_ptr<Batcher<In, Out>>> Batcher<In, Out>::Create(const BatcherOptions& options,
                                                                            Backend backend, Hooks hooks) {
+  // The engine validates the rest of `options` (BatchEngine::Create).
   if (!backend) return InvalidArgumentError("Batcher needs a backend function");
-  if (options.num_workers < 1) {
-    return InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
-  }
   const OversizePolicy oversize = options.scheduler.oversize;
   if (oversize != OversizePolicy::kReject && !hooks.slice) {
     return InvalidArgumentError(
