@@ -32,7 +32,8 @@ absl::StatusOr<std::vector<std::uint32_t>> NoopBackend(std::span<const std::uint
   return std::vector<std::uint32_t>(batch.begin(), batch.end());
 }
 
-// The seed's limits: sum cost, 4096 tokens, 64 per batch, 4 ms window.
+// The seed's limits: sum cost, 4096 tokens, 64 per batch, fixed 4 ms window
+// (what bench/compare_overhead.py runs the seed's Python scheduler with).
 std::unique_ptr<NoopBatcher> MakeBatcher(PackingPolicy policy) {
   BatcherOptions o;
   o.scheduler.cost_model = CostModel::Sum();
@@ -40,6 +41,7 @@ std::unique_ptr<NoopBatcher> MakeBatcher(PackingPolicy policy) {
   o.scheduler.max_batch_tokens = 4096;
   o.scheduler.max_batch_size = 64;
   o.scheduler.max_wait = std::chrono::milliseconds(4);
+  o.scheduler.adaptive_wait = false;
   o.scheduler.max_queue_size = 0;
   return std::move(*NoopBatcher::Create(o, NoopBackend));
 }

@@ -288,6 +288,7 @@ void Bench(BenchFlags flags) {
                flags.budget, cost_model->name());
     fmt::print("{}", sim::MarkdownTable(results));
   }
+  SaveBatches(kCommand, flags, results);
   if (!flags.plots.empty()) {
     if (absl::Status s = sim::WritePlots(flags.plots, results, std::string(cost_model->name()) + " tokens", true);
         !s.ok()) {

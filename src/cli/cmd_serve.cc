@@ -71,6 +71,7 @@ struct ServeArgs {
   std::int64_t max_batch_tokens = 0;  // 0: the calibration's or the scheduler's default
   std::int64_t max_batch_requests = 64;
   double max_wait_ms = 4;
+  std::string batch_window = "adaptive";
   std::string cost_model = "padded";
   std::string policy = "length_aware";
   std::int64_t max_input_tokens = 0;
@@ -167,6 +168,10 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   const std::optional<Duration> max_wait = DurationFromFlag<std::milli>(a.max_wait_ms);
   if (!max_wait) Fail(kCommand, fmt::format("--max-wait-ms must be >= 0, got {}", a.max_wait_ms));
   s.max_wait = *max_wait;
+  if (a.batch_window != "adaptive" && a.batch_window != "fixed") {
+    Fail(kCommand, fmt::format("--batch-window must be adaptive or fixed, got '{}'", a.batch_window));
+  }
+  s.adaptive_wait = a.batch_window == "adaptive";
   s.policy = OrFail(kCommand, ParsePackingPolicy(a.policy), "--policy");
   s.oversize = OrFail(kCommand, ParseOversizePolicy(a.oversize), "--oversize");
   s.max_input_tokens = a.max_input_tokens;
@@ -509,6 +514,10 @@ void AddServeCommand(CLI::App& app) {
       "MAX_BATCH_TOKENS");
   opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
+  opt("--batch-window", args->batch_window,
+      "adaptive: a batch that is not full waits for company only while the arrivals expected gain more than "
+      "the queued inputs lose, from each worker's batch run times learned online, and at most --max-wait-ms; "
+      "fixed: it always waits --max-wait-ms");
   opt("--cost-model", args->cost_model, "sum, padded, or memory (needs --calibration)");
   opt("--policy", args->policy, "fifo, bucketed or length_aware");
   opt("--anchor-slack-us", args->anchor_slack_us,

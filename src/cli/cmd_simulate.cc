@@ -199,6 +199,7 @@ void Run(const SimulateFlags& flags) {
   } else {
     PrintReport(flags, workload, count_method, sim_gpu, options, matching, results);
   }
+  SaveBatches(kCommand, flags, results);
   if (!flags.plots.empty()) {
     absl::Status s = sim::WritePlots(flags.plots, results, std::string(matching.name()) + " tokens", true);
     if (!s.ok()) Fail(kCommand, s.ToString());

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "cli/duration_flag.h"
 #include "cli/fail.h"
 #include "tokenbatch/sim/batch_former.h"
+#include "tokenbatch/sim/report.h"
 #include "tokenbatch/workload/workload.h"
 
 namespace tokenbatch::cli {
@@ -41,6 +43,7 @@ struct ReportFlags {
   double min_padding_efficiency = -1;
   bool json = false;
   std::string plots;  // folder for PNGs; empty: none
+  std::string save_batches;  // JSON Lines file of every batch (sim::BatchesJsonl); empty: none
   bool progress = true;
 };
 
@@ -83,7 +86,19 @@ inline void AddReportFlags(CLI::App* cmd, ReportFlags& f) {
                   "ours-length-aware: never add a request that brings a batch's padding efficiency below this");
   cmd->add_flag("--json", f.json, "print a JSON array (one object per policy) instead of the table");
   cmd->add_option("--plots", f.plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
+  cmd->add_option("--save-batches", f.save_batches,
+                  "write every batch (policy, size, max_tokens, sum_tokens, cost, latency_us, oom) as JSON Lines");
   cmd->add_flag("!--no-progress", f.progress, "no progress bar on stderr");
+}
+
+// Writes --save-batches (every batch of `results`, sim::BatchesJsonl) if set.
+// Fails `command` naming the file when it cannot be written.
+inline void SaveBatches(const Command& command, const ReportFlags& f, const std::vector<sim::PolicyResult>& results) {
+  if (f.save_batches.empty()) return;
+  std::ofstream out(f.save_batches, std::ios::binary | std::ios::trunc);
+  out << sim::BatchesJsonl(results);
+  out.close();
+  if (!out) Fail(command, fmt::format("--save-batches: cannot write {}", f.save_batches));
 }
 
 // The seed experiment's policies (sim::SeedExperimentPolicies) named by

@@ -8,7 +8,8 @@ bool ArrivalWakeRule::OnArrival(std::int64_t tokens, int priority, TimePoint arr
   if (arrival < top_.oldest_arrival) return true;
   top_.shape = top_.shape.With(tokens);
   const std::int64_t cost = cost_model_->Cost(top_.shape);
-  return top_.shape.size >= max_batch_size_ || static_cast<double>(cost) >= fill_threshold_;
+  return top_.shape.size >= max_batch_size_ || static_cast<double>(cost) >= fill_threshold_ ||
+         (hold_ && hold_->MayEnd(top_.shape.size, cost));
 }
 
 }  // namespace tokenbatch

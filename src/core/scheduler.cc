@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/adaptive_wait.h"
 #include "core/packing.h"
 #include "core/request_queue.h"
 #include "tokenbatch/core/admission.h"
@@ -13,16 +14,23 @@ namespace tokenbatch {
 
 struct Scheduler::State {
   explicit State(const SchedulerOptions& o)
-      : options(o), max_input_tokens(EffectiveMaxInputTokens(o)),
+      : options(o),
+        max_input_tokens(EffectiveMaxInputTokens(o)),
         queue(o.bucket_bounds, o.policy == PackingPolicy::kBucketed,
               o.policy == PackingPolicy::kLengthAware ? o.anchor_slack_per_token : Duration::zero()),
-        last_budget(o.max_batch_tokens) {}
+        last_budget(o.max_batch_tokens),
+        arrivals(o.arrival_rate_window) {}
 
   const SchedulerOptions options;
   const std::int64_t max_input_tokens;
   internal::RequestQueue queue;
   // The budget of the latest Next(); Enqueue's wake hint compares against it.
   std::int64_t last_budget;
+  // adaptive_wait: the arrivals' rate, fed by Enqueue and Admit.
+  internal::ArrivalRate arrivals;
+  // The adaptive window's hold decided by the latest Next(), if it held one:
+  // the arrivals that may end it wake the worker.
+  std::optional<AdaptiveHold> hold;
 };
 
 namespace {
@@ -76,7 +84,9 @@ absl::Status Scheduler::CheckAdmissible(const RequestSpec& spec) const {
 
 absl::Status Scheduler::Admit(const RequestSpec& spec) {
   if (absl::Status ok = CheckAdmissible(spec); !ok.ok()) return ok;
-  return state_->queue.Add(spec);
+  if (absl::Status added = state_->queue.Add(spec); !added.ok()) return added;
+  if (state_->options.adaptive_wait) state_->arrivals.OnArrival(spec.arrival);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
@@ -91,20 +101,23 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
                           spec.arrival < s.queue.TopLevel()->oldest().first.arrival;
   const auto old_deadline = s.queue.EarliestDeadline();
   if (absl::Status added = s.queue.Add(spec); !added.ok()) return added;
+  if (o.adaptive_wait) s.arrivals.OnArrival(spec.arrival);
 
   EnqueueOutcome out;
   const bool earlier_deadline = spec.deadline && (!old_deadline || *spec.deadline < *old_deadline);
   // A batch can only become ready by filling if the whole level would reach the
   // early-dispatch threshold or max_batch_size: every batch of the level is a
-  // subset of it and costs no more (costs are monotone in B, Lmax and Σ).
+  // subset of it and costs no more (costs are monotone in B, Lmax and Σ). A hold
+  // of the adaptive window may end sooner (AdaptiveHold::MayEnd).
   const internal::PriorityLevel& level = *s.queue.TopLevel();
   const std::int64_t level_size = static_cast<std::int64_t>(level.by_arrival.size());
   const std::int64_t level_cost =
       o.cost_model.Cost(BatchShape{level_size, level.max_tokens(), level.sum_tokens});
-  const bool may_fill = spec.priority == s.queue.TopPriority() &&
-                        (level_size >= o.max_batch_size ||
-                         static_cast<double>(level_cost) >=
-                             o.early_dispatch_fraction * static_cast<double>(s.last_budget));
+  const bool may_fill =
+      spec.priority == s.queue.TopPriority() &&
+      (level_size >= o.max_batch_size ||
+       static_cast<double>(level_cost) >= o.early_dispatch_fraction * static_cast<double>(s.last_budget) ||
+       (s.hold && s.hold->MayEnd(level_size, level_cost)));
   out.wake_worker = new_top || new_anchor || earlier_deadline || may_fill || o.max_wait <= Duration::zero();
   return out;
 }
@@ -119,7 +132,7 @@ ArrivalWakeRule Scheduler::WakeRuleForArrivals() const {
       BatchShape{static_cast<std::int64_t>(level.by_arrival.size()), level.max_tokens(), level.sum_tokens},
       level.oldest().first.arrival};
   return ArrivalWakeRule(&o.cost_model, top, o.max_batch_size,
-                         o.early_dispatch_fraction * static_cast<double>(s.last_budget));
+                         o.early_dispatch_fraction * static_cast<double>(s.last_budget), s.hold);
 }
 
 bool Scheduler::Remove(RequestId id) { return state_->queue.Remove(id).has_value(); }
@@ -157,6 +170,13 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
   DispatchReason reason = FillReason(pack, o, budget);
   if (reason == DispatchReason::kNone && now >= anchor_due) reason = DispatchReason::kMaxWait;
   if (reason == DispatchReason::kNone && context.drain) reason = DispatchReason::kDrain;
+  std::optional<internal::HoldDecision> hold;
+  if (reason == DispatchReason::kNone && o.adaptive_wait && context.latency_model != nullptr &&
+      internal::UsableModel(*context.latency_model)) {
+    hold = internal::DecideHold(*context.latency_model, s.arrivals, static_cast<std::int64_t>(pack.ids.size()),
+                                pack.cost, now, anchor_due);
+    if (!hold->hold) reason = DispatchReason::kNoGainInWaiting;
+  }
   if (reason == DispatchReason::kNone && o.policy == PackingPolicy::kBucketed) {
     // The anchor's bucket waits for company; a full batch of another bucket may go.
     for (const auto& [bucket, order] : level->by_bucket) {
@@ -171,8 +191,20 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     }
   }
 
+  s.hold.reset();
   if (reason == DispatchReason::kNone) {
     d.wake_at = anchor_due;
+    if (hold && hold->hold) {
+      d.wake_at = hold->until;
+      const std::int64_t level_size = static_cast<std::int64_t>(level->by_arrival.size());
+      s.hold = AdaptiveHold{hold->rate_per_us,
+                            context.latency_model->fixed_us,
+                            context.latency_model->us_per_cost,
+                            static_cast<std::int64_t>(pack.ids.size()),
+                            pack.cost,
+                            level_size,
+                            o.cost_model.Cost(BatchShape{level_size, level->max_tokens(), level->sum_tokens})};
+    }
   } else {
     for (RequestId id : pack.ids) s.queue.Remove(id);
     d.batch = std::move(pack.ids);

@@ -22,6 +22,9 @@ absl::Status Validate(const SchedulerOptions& o) {
   if (o.max_wait < Duration::zero()) {
     return InvalidArgumentError("max_wait must be >= 0");
   }
+  if (o.arrival_rate_window <= Duration::zero()) {
+    return InvalidArgumentError("arrival_rate_window must be > 0");
+  }
   if (!(o.early_dispatch_fraction > 0 && o.early_dispatch_fraction <= 1)) {
     return InvalidArgumentError(
         absl::StrCat("early_dispatch_fraction must be in (0, 1], got ", o.early_dispatch_fraction));

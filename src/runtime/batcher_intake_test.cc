@@ -22,13 +22,15 @@ using testing::SumOf;
 using ::testing::Contains;
 using ::testing::Not;
 
-// max_wait of an hour: a batch can only go early because it is full.
+// max_wait of an hour and a fixed window: a batch can only go early because it
+// is full.
 BatcherOptions PatientOptions() {
   BatcherOptions o;
   o.scheduler.cost_model = CostModel::Sum();
   o.scheduler.max_batch_tokens = 100;
   o.scheduler.max_batch_size = 4;
   o.scheduler.max_wait = std::chrono::hours(1);
+  o.scheduler.adaptive_wait = false;
   o.scheduler.early_dispatch_fraction = 1.0;
   o.scheduler.policy = PackingPolicy::kFifo;
   return o;

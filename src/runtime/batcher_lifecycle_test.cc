@@ -19,6 +19,7 @@ BatcherOptions Options() {
   o.scheduler.cost_model = CostModel::Sum();
   o.scheduler.max_batch_tokens = 64;
   o.scheduler.max_wait = std::chrono::seconds(60);  // only fill, drain or shutdown dispatch
+  o.scheduler.adaptive_wait = false;
   return o;
 }
 

@@ -9,6 +9,8 @@ std::string_view DispatchReasonName(DispatchReason reason) {
     case DispatchReason::kMaxBatchSize: return "max_batch_size";
     case DispatchReason::kEarlyDispatch: return "early_dispatch";
     case DispatchReason::kMaxWait: return "max_wait";
+    case DispatchReason::kNoGainInWaiting:
+      return "no_gain_in_waiting";
     case DispatchReason::kDrain: return "drain";
   }
   return "none";

@@ -58,6 +58,18 @@ std::string MetricsSnapshotText(const MetricsSnapshot& m) {
          "counter", m.oom_events);
   Scalar(out, "tokenbatch_isolation_retries_total", "Backend calls made to bisect failed batches", "counter",
          m.isolation_retries);
+  Header(out, "tokenbatch_learned_batch_fixed_seconds",
+         "Per-batch part of the batch run time, learned per worker (0 until learned)", "gauge");
+  for (std::size_t w = 0; w < m.learned_latency.size(); ++w) {
+    absl::StrAppend(&out, "tokenbatch_learned_batch_fixed_seconds{worker=\"", w, "\"} ",
+                    m.learned_latency[w].fixed_us * 1e-6, "\n");
+  }
+  Header(out, "tokenbatch_learned_batch_seconds_per_cost",
+         "Batch run time per unit of the cost model, learned per worker (0 until learned)", "gauge");
+  for (std::size_t w = 0; w < m.learned_latency.size(); ++w) {
+    absl::StrAppend(&out, "tokenbatch_learned_batch_seconds_per_cost{worker=\"", w, "\"} ",
+                    m.learned_latency[w].us_per_cost * 1e-6, "\n");
+  }
   AppendHistogram(out, "tokenbatch_batch_size", "Inputs per batch", m.batch_size);
   AppendHistogram(out, "tokenbatch_batch_tokens", "Real tokens per batch", m.batch_tokens);
   AppendHistogram(out, "tokenbatch_batch_cost", "Batch cost in the cost model's unit", m.batch_cost);

@@ -39,17 +39,22 @@ class CoreFormer final : public BatchFormer {
   }
   FormerDecision Next(TimePoint now) override {
     const std::int64_t budget = scheduler_->options().max_batch_tokens;
-    Decision d = scheduler_->Next(now, {.budget = budget});
+    const BatchLatencyModel model = fit_.model();
+    Decision d = scheduler_->Next(now, {.budget = budget, .latency_model = fit_.ready() ? &model : nullptr});
     FormerDecision out;
     out.batch = std::move(d.batch);
     out.fill = static_cast<double>(d.cost) / static_cast<double>(budget);
+    out.cost = d.cost;
     out.wake_at = d.wake_at;
     return out;
   }
   std::size_t queued() const override { return scheduler_->queued_requests(); }
+  void OnBatchRun(std::int64_t cost, double latency_us) override { fit_.Add(cost, latency_us); }
 
  private:
   std::unique_ptr<Scheduler> scheduler_;
+  // One fit for all simulated workers: they model identical devices.
+  OnlineLatencyFit fit_;
 };
 
 class FixedCountFormer final : public QueueingFormer {
@@ -159,6 +164,7 @@ std::vector<PolicySpec> SeedExperimentPolicies(std::int64_t budget, const CostMo
   PolicySpec seed{.name = "seed-greedy", .core = base};
   seed.core.policy = PackingPolicy::kFifo;
   seed.core.cost_model = CostModel::Sum();
+  seed.core.adaptive_wait = false;  // the seed's fixed window
   out.push_back(seed);
   PolicySpec tei{.name = "tei", .core = base};
   tei.core.policy = PackingPolicy::kFifo;

@@ -97,6 +97,23 @@ std::string ResultsJson(const std::vector<PolicyResult>& results) {
   return array.dump(2) + "\n";
 }
 
+std::string BatchesJsonl(const std::vector<PolicyResult>& results) {
+  std::string out;
+  for (const PolicyResult& r : results) {
+    for (const BatchRecord& b : r.batch_records) {
+      const nlohmann::json line = {{"policy", r.policy},
+                                   {"size", b.size},
+                                   {"max_tokens", b.max_tokens},
+                                   {"sum_tokens", b.sum_tokens},
+                                   {"cost", b.cost},
+                                   {"latency_us", Round3(b.latency_us)},
+                                   {"oom", b.oom}};
+      absl::StrAppend(&out, line.dump(), "\n");
+    }
+  }
+  return out;
+}
+
 absl::Status WritePlots(const std::string& dir, const std::vector<PolicyResult>& results,
                         const std::string& cost_label, bool run_gnuplot) {
   namespace fs = std::filesystem;

@@ -28,6 +28,8 @@ using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<>
 struct Running {
   std::vector<RequestId> ids;
   bool oom = false;
+  std::int64_t cost = 0;  // in the former's cost model (FormerDecision::cost)
+  double latency_us = 0;  // simulated run time
 };
 
 LatencySummary Summarise(std::vector<double>& ms) {
@@ -106,6 +108,8 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       Running done = std::move(running[std::get<2>(completions.top())]);
       completions.pop();
       ++free_workers;
+      // Learned when the batch ends, as a runtime worker learns it.
+      if (!done.oom) former.OnBatchRun(done.cost, done.latency_us);
       for (RequestId id : done.ids) {
         if (done.oom) {
           ++r.requests_lost;
@@ -156,7 +160,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       sum_size += static_cast<double>(shape.size);
       r.batch_records.push_back(b);
       const std::int64_t latency_ns = std::max<std::int64_t>(1, std::llround(e.latency_us * 1000.0));
-      running.push_back({std::move(d.batch), e.oom});
+      running.push_back({std::move(d.batch), e.oom, d.cost, e.latency_us});
       completions.emplace(now + latency_ns, seq++, running.size() - 1);
       --free_workers;
     }

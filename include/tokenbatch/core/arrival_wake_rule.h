@@ -14,18 +14,46 @@
 //     threshold (early_dispatch_fraction × the last budget): only then can a
 //     batch become ready before the pending wake time, because every batch of the
 //     level is a subset of it and costs are monotone in B, Lmax and Σ tokens;
+//   * may end a hold of the adaptive window (AdaptiveHold::MayEnd: the arrivals
+//     since the hold began counted as joining the held batch, at the arrival
+//     rate measured then; a rising rate only makes the wake-up early, and the
+//     hold's own end is the worker's wake time);
 //   * or max_wait is 0 (every arrival is dispatched at once).
+// With several workers the snapshot is the last sleeping worker's: a hold
+// decided by one worker's latency model may be woken by another's rule, at
+// worst at the hold's own end (its wake time).
 // Arrivals with a deadline are not covered (the driver enqueues those directly).
 //
 // Plain value type, no synchronisation: the driver copies it under its own lock.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "tokenbatch/core/cost_model.h"
 #include "tokenbatch/core/request.h"
 
 namespace tokenbatch {
+
+// A batch the adaptive window holds (SchedulerOptions::adaptive_wait,
+// src/core/adaptive_wait.h): the hold lasts while
+//   rate_per_us × (fixed_us − us_per_cost × cost) > size
+// for the held batch. Plain values.
+struct AdaptiveHold {
+  double rate_per_us = 0;                       // arrivals per µs when the hold began
+  double fixed_us = 0, us_per_cost = 0;         // the latency model it was decided with
+  std::int64_t batch_size = 0, batch_cost = 0;  // the held batch (cost in the cost model's unit)
+  std::int64_t level_size = 0, level_cost = 0;  // its priority level as a whole then
+
+  // Whether the level, now of `size` requests costing `cost`, may end the hold:
+  // every request added since is counted as joining the held batch, with the
+  // level's growth in cost, which is at least what the batch can gain. O(1).
+  [[nodiscard]] bool MayEnd(std::int64_t size, std::int64_t cost) const {
+    const double n = static_cast<double>(batch_size + (size - level_size));
+    const double c = static_cast<double>(batch_cost + (cost - level_cost));
+    return rate_per_us * (fixed_us - us_per_cost * c) <= n;
+  }
+};
 
 class ArrivalWakeRule {
  public:
@@ -38,9 +66,15 @@ class ArrivalWakeRule {
     TimePoint oldest_arrival{};
   };
   // A snapshot of a non-empty queue's top level. `cost_model` must outlive the
-  // rule (the Scheduler's options do); `fill_threshold` is in its unit.
-  ArrivalWakeRule(const CostModel* cost_model, TopLevel top, std::int64_t max_batch_size, double fill_threshold)
-      : cost_model_(cost_model), top_(top), max_batch_size_(max_batch_size), fill_threshold_(fill_threshold),
+  // rule (the Scheduler's options do); `fill_threshold` is in its unit; `hold`:
+  // the adaptive window's hold of the top level's batch, if any.
+  ArrivalWakeRule(const CostModel* cost_model, TopLevel top, std::int64_t max_batch_size, double fill_threshold,
+                  std::optional<AdaptiveHold> hold = std::nullopt)
+      : cost_model_(cost_model),
+        top_(top),
+        max_batch_size_(max_batch_size),
+        fill_threshold_(fill_threshold),
+        hold_(hold),
         always_(false) {}
   // The snapshot of an empty queue: the first arrival wakes.
   static ArrivalWakeRule EmptyQueue() { return ArrivalWakeRule(); }
@@ -54,6 +88,7 @@ class ArrivalWakeRule {
   TopLevel top_;
   std::int64_t max_batch_size_ = 0;
   double fill_threshold_ = 0;
+  std::optional<AdaptiveHold> hold_;
   bool always_ = true;
 };
 

@@ -21,10 +21,13 @@
 //   3. The batch is dispatched if it is ready: the policy stopped because the next
 //      candidate did not fit (budget) or max_batch_size was reached; or cost >=
 //      early_dispatch_fraction × budget; or the oldest has waited >= max_wait; or
-//      the driver is draining. (kBucketed may instead dispatch another bucket's
-//      ready batch while the anchor's bucket waits for company.)
+//      the driver is draining; or (adaptive_wait, with a latency model passed in)
+//      waiting longer gains nothing (src/core/adaptive_wait.h). (kBucketed may
+//      instead dispatch another bucket's ready batch while the anchor's bucket
+//      waits for company.)
 //   4. Otherwise nothing is dispatched and `wake_at` says when to ask again:
-//      the oldest request's arrival + max_wait, or an earlier deadline.
+//      the oldest request's arrival + max_wait, the end of the adaptive hold, or
+//      an earlier deadline.
 //
 //   Example (seed note, fifo, sum cost, budget 4096): A 30, B 1800, C 300, D 1200,
 //   E 1500 arrive together -> [A B C D] (cost 3330; E would make 4830 > 4096),
@@ -43,6 +46,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tokenbatch/core/arrival_wake_rule.h"
+#include "tokenbatch/core/batch_latency_model.h"
 #include "tokenbatch/core/cost_model.h"
 #include "tokenbatch/core/request.h"
 #include "tokenbatch/core/scheduler_options.h"
@@ -51,12 +55,13 @@ namespace tokenbatch {
 
 // Why a batch was dispatched (for metrics and tests).
 enum class DispatchReason {
-  kNone,           // nothing dispatched
-  kBudgetFull,     // the next candidate would have exceeded the budget
-  kMaxBatchSize,   // max_batch_size reached
-  kEarlyDispatch,  // cost >= early_dispatch_fraction × budget
-  kMaxWait,        // the anchor waited max_wait
-  kDrain,          // the driver is draining (shutdown)
+  kNone,             // nothing dispatched
+  kBudgetFull,       // the next candidate would have exceeded the budget
+  kMaxBatchSize,     // max_batch_size reached
+  kEarlyDispatch,    // cost >= early_dispatch_fraction × budget
+  kMaxWait,          // the anchor waited max_wait
+  kNoGainInWaiting,  // adaptive_wait: waiting longer would cost the queued requests more than it saves
+  kDrain,            // the driver is draining (shutdown)
 };
 
 // Per-call inputs of Next().
@@ -66,6 +71,11 @@ struct DecisionContext {
   std::int64_t budget = 0;
   // True while shutting down with drain: dispatch whatever is queued, no waiting.
   bool drain = false;
+  // The deciding worker's learned batch latency (OnlineLatencyFit::model() once
+  // ready()), for SchedulerOptions::adaptive_wait; null (not known yet), or a
+  // model with a negative or non-finite term: the fixed max_wait window applies.
+  // Read during the call only.
+  const BatchLatencyModel* latency_model = nullptr;
 };
 
 struct Decision {

@@ -67,6 +67,19 @@ struct SchedulerOptions {
   // Longest time the oldest request of a forming batch waits for company before
   // the batch is dispatched anyway (the seed's 4 ms). 0 = never wait.
   Duration max_wait = std::chrono::milliseconds(4);
+  // The adaptive batching window: with a learned latency model passed to Next
+  // (DecisionContext::latency_model), a batch that is not full waits only while
+  // the requests expected to arrive gain more from sharing its per-batch time
+  // than its queued requests lose by waiting (rule and derivation in
+  // src/core/adaptive_wait.h), and never longer than max_wait. Without a model,
+  // or when false, a batch that is not full waits max_wait (the seed's fixed
+  // window).
+  bool adaptive_wait = true;
+  // adaptive_wait only: the arrival rate is measured over a sliding exponential
+  // window of this length. > 0. Long enough to span many batches of a loaded
+  // server, short enough to follow a change of load within a fraction of a
+  // second.
+  Duration arrival_rate_window = std::chrono::milliseconds(100);
   // Dispatch without waiting once cost >= fraction × budget (the seed's 0.9).
   // In (0, 1].
   double early_dispatch_fraction = 0.9;

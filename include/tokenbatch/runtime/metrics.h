@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "tokenbatch/core/batch_latency_model.h"
 #include "tokenbatch/core/cost_model.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/core/scheduler.h"
@@ -38,6 +40,9 @@ struct MetricsSnapshot {
   std::map<std::string, std::uint64_t> dispatch_reasons;
   std::uint64_t isolation_retries = 0;  // backend calls made to bisect a failed batch
   std::uint64_t oom_events = 0;         // backend calls that failed with OutOfMemory
+  // Each worker's learned batch latency (adaptive batching window), index =
+  // worker; all zeros until the worker has run a few batches.
+  std::vector<BatchLatencyModel> learned_latency;
 
   Histogram batch_size = Histogram::PowersOfTwo(1024);            // requests per batch
   Histogram batch_tokens = Histogram::PowersOfTwo(1 << 20);       // real tokens per batch
@@ -48,7 +53,8 @@ struct MetricsSnapshot {
   Histogram batch_exec_us = Histogram::Exponential(10, 2, 24);   // backend time incl. retries
 };
 
-// "budget_full", "max_batch_size", "early_dispatch", "max_wait", "drain", "none".
+// "budget_full", "max_batch_size", "early_dispatch", "max_wait", "no_gain_in_waiting",
+// "drain", "none".
 [[nodiscard]] std::string_view DispatchReasonName(DispatchReason reason);
 
 class MetricsRecorder {

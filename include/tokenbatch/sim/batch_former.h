@@ -32,6 +32,7 @@ namespace tokenbatch::sim {
 struct FormerDecision {
   std::vector<RequestId> batch;       // empty: nothing to run now
   double fill = 0;                    // cost / budget (core) or size / batch_size
+  std::int64_t cost = 0;              // core: the batch's cost in its cost model's unit; else 0
   std::optional<TimePoint> wake_at;   // when batch is empty: ask again then (unset: queue empty)
 };
 
@@ -43,6 +44,11 @@ class BatchFormer {
   [[nodiscard]] virtual absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) = 0;
   [[nodiscard]] virtual FormerDecision Next(TimePoint now) = 0;
   [[nodiscard]] virtual std::size_t queued() const = 0;
+  // Told the simulated run time of each batch it formed (`cost` as in its
+  // FormerDecision), as the runtime's workers learn from theirs: the core
+  // formers feed their adaptive batching window (OnlineLatencyFit); others
+  // ignore it.
+  virtual void OnBatchRun(std::int64_t /*cost*/, double /*latency_us*/) {}
 };
 
 // How a policy forms batches.
@@ -64,11 +70,14 @@ struct PolicySpec {
 
 // The comparison, every budget `budget` in its cost model's unit:
 //   fixed-32        fixed count 32, max_wait 4 ms
-//   seed-greedy     core fifo, sum cost, early dispatch 0.9, max_wait 4 ms (the seed)
+//   seed-greedy     core fifo, sum cost, early dispatch 0.9, fixed max_wait 4 ms (the seed)
 //   tei             core fifo, padded cost, max_wait 0 (TEI style)
 //   infinity        sorted window of 128, batches of 32, max_wait 4 ms
-//   ours-bucketed   core bucketed, `matching` cost, max_wait 4 ms
-//   ours-length-aware  core length_aware (the default), `matching` cost
+//   ours-bucketed   core bucketed, `matching` cost, adaptive window of at most 4 ms
+//   ours-length-aware  core length_aware (the default), `matching` cost, adaptive
+//                   window of at most 4 ms
+// (the adaptive window: SchedulerOptions::adaptive_wait, learned from the batch
+// run times the driver reports)
 // `matching` is the cost model of the backend (GpuModel::MatchingTokenCostModel).
 // max_batch_size is 64 (the seed's) for the core policies.
 [[nodiscard]] std::vector<PolicySpec> SeedExperimentPolicies(std::int64_t budget, const CostModel& matching);

@@ -31,6 +31,12 @@ namespace tokenbatch::sim {
 // peak_memory_bytes, makespan_s. Values rounded to 3 decimals.
 [[nodiscard]] std::string ResultsJson(const std::vector<PolicyResult>& results);
 
+// Every batch of every policy as JSON Lines, one object per batch in the order
+// run: policy, size (B), max_tokens (Lmax), sum_tokens, cost (the reference cost
+// model's), latency_us (measured by bench, predicted by simulate), oom. For
+// replaying the same batch shapes on another runtime (bench/peers/onnx_compute.py).
+[[nodiscard]] std::string BatchesJsonl(const std::vector<PolicyResult>& results);
+
 // Writes into `dir` (created if missing): latency_cdf.dat / .gp / .png (one CDF
 // per policy of all completed requests' latency, log-scaled ms) and
 // batch_cost.dat / .gp / .png (histogram of each policy's batch cost under the

@@ -35,6 +35,7 @@ BatchEngineImpl::BatchEngineImpl(const BatcherOptions& options, std::unique_ptr<
       client_(client),
       scheduler_(std::move(scheduler)),
       aimd_(options.scheduler.max_batch_tokens, options.aimd),
+      latency_fits_(static_cast<std::size_t>(std::max(1, options.num_workers))),
       intake_(options_.scheduler, client),
       records_(intake_, *scheduler_, recorder_, client) {}
 
@@ -55,7 +56,8 @@ BatchEngineImpl::~BatchEngineImpl() {
 void BatchEngineImpl::Start() {
   for (int i = 0; i <= options_.num_workers; ++i) contexts_.push_back(client_.NewContext());
   for (int i = 0; i < options_.num_workers; ++i) {
-    workers_.emplace_back([this, context = contexts_[i].get()] { WorkerLoop(*context); });
+    workers_.emplace_back(
+        [this, context = contexts_[i].get(), i] { WorkerLoop(*context, static_cast<std::size_t>(i)); });
   }
   deadline_thread_ = std::thread([this, context = contexts_.back().get()] { DeadlineLoop(*context); });
 }
@@ -211,6 +213,9 @@ MetricsSnapshot BatchEngineImpl::metrics() const {
       recorder_.Snapshot(scheduler_->queued_requests() + intake.requests, scheduler_->queued_tokens() + intake.tokens,
                          aimd_.max_budget(), aimd_.current());
   s.requests_submitted = intake.submitted;
+  for (const OnlineLatencyFit& fit : latency_fits_) {
+    s.learned_latency.push_back(fit.ready() ? fit.model() : BatchLatencyModel{});
+  }
   return s;
 }
 

@@ -62,7 +62,9 @@ class BatchEngineImpl final : public BatchEngine {
       absl::FunctionRef<void(RequestId request, std::span<const RequestId> scheduled)> fill);
   // One worker iteration at `now` with `context` as the runner: settle the intake,
   // ask the core, resolve expired requests, and run the batch if there is one,
-  // completing it at `done_at` (default: `now`); fires `context`. Does not sleep.
+  // completing it at `done_at` (default: `now`): done_at - now is the batch's run
+  // time for the metrics and, when `done_at` is given, what the worker's latency
+  // fit learns; fires `context`. Does not sleep.
   // Without Start only.
   WorkerStep StepWorker(EngineContext& context, TimePoint now, std::optional<TimePoint> done_at = std::nullopt)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -73,6 +75,7 @@ class BatchEngineImpl final : public BatchEngine {
  private:
   // What a worker keeps of the batch it runs (the typed part is in its context).
   struct RunningBatch {
+    std::int64_t cost = 0;  // in the cost model's unit, as dispatched
     std::vector<RequestId> ids;
     std::vector<std::int64_t> tokens;
     std::vector<absl::Status> statuses;
@@ -86,17 +89,22 @@ class BatchEngineImpl final : public BatchEngine {
                                                 absl::FunctionRef<void(RequestId)> fill);
 
   // --- worker_loop.cc
-  void WorkerLoop(EngineContext& context);
-  // Asks the core at `now` (after SettleLocked) and resolves the expired requests.
-  Decision DecideLocked(EngineContext& context, TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `worker` indexes latency_fits_.
+  void WorkerLoop(EngineContext& context, std::size_t worker);
+  // Asks the core at `now` (after SettleLocked) with `worker`'s learned latency
+  // model and resolves the expired requests.
+  Decision DecideLocked(EngineContext& context, TimePoint now, std::size_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `d`'s batch in flight and loads its inputs into `context`.
   void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs the loaded batch (no lock held but for an OOM's budget cut).
   void Execute(EngineContext& context, RunningBatch& batch, double* exec_us, IsolationReport* report)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Completes the batch's records and teaches `fit_worker`'s latency fit its run
+  // time (none: the time is not the batch's, and nothing is learned).
   void FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
-                    const IsolationReport& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                    const IsolationReport& report, std::optional<std::size_t> fit_worker)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the intake into the Scheduler. Enqueue failures (not expected) resolve
   // the request with that error.
   void SettleLocked(EngineContext& context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -122,6 +130,9 @@ class BatchEngineImpl final : public BatchEngine {
   std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
   AimdBudget aimd_ ABSL_GUARDED_BY(mu_);
   MetricsRecorder recorder_ ABSL_GUARDED_BY(mu_);
+  // One per worker: its batches' run times against their cost, for the
+  // adaptive batching window. StepWorker is worker 0.
+  std::vector<OnlineLatencyFit> latency_fits_ ABSL_GUARDED_BY(mu_);
   Intake intake_;  // its own lock; its records are guarded by mu_
   RecordTable records_ ABSL_GUARDED_BY(mu_);
   std::condition_variable deadline_cv_;

@@ -52,8 +52,10 @@ void BatchEngineImpl::FireUnlocked(EngineContext& context) {
   mu_.Lock();
 }
 
-Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now) {
-  Decision d = scheduler_->Next(now, {aimd_.current(), draining_});
+Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, std::size_t worker) {
+  const OnlineLatencyFit& fit = latency_fits_[worker];
+  const BatchLatencyModel model = fit.model();
+  Decision d = scheduler_->Next(now, {aimd_.current(), draining_, fit.ready() ? &model : nullptr});
   for (RequestId id : d.expired) {
     const EngineRecord& r = intake_.Get(id);
     if (r.id != id) continue;  // freed when another window of its request expired
@@ -65,6 +67,7 @@ Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now) {
 void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch) {
   recorder_.OnDispatch(d, aimd_.current());
   batch.ids = d.batch;
+  batch.cost = d.cost;
   batch.tokens.clear();
   for (RequestId id : d.batch) {
     EngineRecord& r = intake_.Get(id);  // queued records are always live
@@ -95,20 +98,24 @@ void BatchEngineImpl::Execute(EngineContext& context, RunningBatch& batch, doubl
 }
 
 void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
-                                   const IsolationReport& report) {
+                                   const IsolationReport& report, std::optional<std::size_t> fit_worker) {
   recorder_.OnBatchDone(exec_us, report.retries, report.oom_events);
+  // A batch that was bisected ran more than once: its time is not its shape's.
+  if (fit_worker && report.retries == 0 && report.oom_events == 0) {
+    latency_fits_[*fit_worker].Add(batch.cost, exec_us);
+  }
   if (report.oom_events == 0) aimd_.OnSuccess();
   records_.CompleteBatch(batch.ids, batch.statuses, now, context);
 }
 
-void BatchEngineImpl::WorkerLoop(EngineContext& context) {
+void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
   RunningBatch batch;
   mu_.Lock();
   while (true) {
     SettleLocked(context);
     // Read after the intake is in: no request the core sees arrived after `now`.
     const TimePoint now = SteadyClock::now();
-    Decision d = DecideLocked(context, now);
+    Decision d = DecideLocked(context, now, worker);
     if (!d.batch.empty()) {
       DispatchLocked(d, now, context, batch);
       PublishLocked();
@@ -119,7 +126,7 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context) {
       IsolationReport report;
       Execute(context, batch, &exec_us, &report);
       mu_.Lock();
-      FinishLocked(context, batch, SteadyClock::now(), exec_us, report);
+      FinishLocked(context, batch, SteadyClock::now(), exec_us, report, worker);
       continue;
     }
     if (!d.expired.empty()) PublishLocked();
@@ -138,7 +145,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
   RunningBatch batch;
   mu_.Lock();
   SettleLocked(context);
-  Decision d = DecideLocked(context, now);
+  Decision d = DecideLocked(context, now, 0);
   step.expired = d.expired.size();
   if (d.batch.empty()) {
     step.wake_at = d.wake_at;
@@ -151,8 +158,13 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
     double exec_us = 0;
     IsolationReport report;
     Execute(context, batch, &exec_us, &report);
+    // On the manual clock the batch runs from `now` to `done_at`: that, not the
+    // wall time of the fake run, is what the latency fit learns, so a step test
+    // decides the same way on any machine.
+    exec_us = std::chrono::duration<double, std::micro>(done_at.value_or(now) - now).count();
     mu_.Lock();
-    FinishLocked(context, batch, done_at.value_or(now), exec_us, report);
+    FinishLocked(context, batch, done_at.value_or(now), exec_us, report,
+                 done_at ? std::optional<std::size_t>(0) : std::nullopt);
     step.batch = std::move(batch.ids);
   }
   PublishLocked();

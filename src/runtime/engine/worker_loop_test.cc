@@ -35,6 +35,51 @@ TEST(WorkerStepTest, APartialBatchWaitsOutMaxWaitThenRunsInArrivalOrder) {
   EXPECT_THAT(client.cleared, ElementsAre(a, b));  // each payload dropped once, when freed
 }
 
+// The worker learns each batch's run time (on the manual clock, done_at - now)
+// and passes the model to the core. Before it has learned, a request waits out
+// max_wait. After four batches that each took 20 ms whatever their size, five
+// requests arriving 100 µs apart are held for company, until g / n = 20 ms / 5
+// after the last arrival (well before max_wait); after four batches that took
+// no time, they go at once (waiting gains nothing).
+TEST(WorkerStepTest, TheLearnedBatchTimeDecidesWhetherABatchWaits) {
+  for (const double batch_ms : {20.0, 0.0}) {
+    FakeClient client;
+    FakeRunner runner;
+    BatcherOptions options = SmallOptions();
+    options.scheduler.max_batch_size = 8;
+    options.scheduler.max_wait = std::chrono::milliseconds(50);
+    options.scheduler.arrival_rate_window = std::chrono::milliseconds(10);
+    auto engine = MakeEngine(options, client);
+    double t = 0;
+    for (int size = 1; size <= 4; ++size) {  // costs 10-40: the fit can tell fixed from per-token time
+      for (int i = 0; i < size; ++i) SubmitAt(*engine, runner, Ms(t), 10);
+      WorkerStep step = engine->StepWorker(runner, Ms(t));
+      EXPECT_THAT(step.batch, IsEmpty()) << "not learned yet: the fixed window";
+      EXPECT_EQ(step.wake_at, Ms(t + 50));
+      step = engine->StepWorker(runner, Ms(t + 50), Ms(t + 50 + batch_ms));
+      EXPECT_EQ(step.batch.size(), static_cast<std::size_t>(size));
+      t += 50 + batch_ms + 100;  // long enough for the arrival rate to forget these
+    }
+    const MetricsSnapshot m = engine->metrics();
+    ASSERT_EQ(m.learned_latency.size(), 1u);
+    EXPECT_NEAR(m.learned_latency[0].fixed_us, batch_ms * 1000, 1e-6);
+    EXPECT_NEAR(m.learned_latency[0].us_per_cost, 0, 1e-9);
+
+    for (int i = 0; i < 5; ++i) SubmitAt(*engine, runner, Ms(t + 0.1 * i), 10);
+    const double last = t + 0.4;
+    const WorkerStep step = engine->StepWorker(runner, Ms(last));
+    if (batch_ms > 0) {
+      EXPECT_THAT(step.batch, IsEmpty());
+      ASSERT_TRUE(step.wake_at.has_value());
+      const double held_us = std::chrono::duration<double, std::micro>(*step.wake_at - Ms(last)).count();
+      EXPECT_NEAR(held_us, 4000, 1);
+    } else {
+      EXPECT_EQ(step.batch.size(), 5u);
+      EXPECT_EQ(engine->metrics().dispatch_reasons.at("no_gain_in_waiting"), 1u);
+    }
+  }
+}
+
 TEST(WorkerStepTest, AFullBatchGoesAtOnceAndTheRestWaits) {
   FakeClient client;
   FakeRunner runner;
