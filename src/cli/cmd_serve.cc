@@ -72,14 +72,20 @@ struct ServeArgs {
   std::int64_t max_batch_requests = 64;
   double max_wait_ms = 4;
   std::string batch_window = "adaptive";
-  std::string cost_model = "padded";
+  // "" = what the execution layout pays: sum for a --model-id directory run
+  // packed (no padding is computed), padded (B x Lmax) otherwise.
+  std::string cost_model;
   std::string policy = "length_aware";
   std::int64_t max_input_tokens = 0;
   std::string oversize = "reject";
   // Defaults from the core's own options, so the two never disagree.
   double anchor_slack_us =
       std::chrono::duration<double, std::micro>(SchedulerOptions{}.anchor_slack_per_token).count();
+  // Applies where padding is computed; a packed --model-id directory gets no
+  // floor unless the flag is given (padding costs it nothing, and the floor
+  // would split a mixed queue into small batches).
   double min_padding_efficiency = SchedulerOptions{}.length_aware_min_padding_efficiency;
+  bool min_padding_efficiency_given = false;
   std::int64_t split_overlap_tokens = SchedulerOptions{}.split_overlap_tokens;
   std::size_t max_queue_size = SchedulerOptions{}.max_queue_size;
   // TEI's default: inputs longer than max_input_tokens are cut unless a request
@@ -161,8 +167,10 @@ void CheckCalibrationFitsTheServer(const nlohmann::json& calib, const ServeArgs&
 
 // The scheduler options from the flags and, if given, a `tokenbatch calibrate`
 // JSON: its memory fit for --cost-model memory, and its recommended budget for the
-// chosen cost model unless --max-batch-tokens is set.
-SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
+// chosen cost model unless --max-batch-tokens is set. `packed`: the backend runs
+// batches without padding (a --model-id directory, --execution packed), which
+// picks the defaults of --cost-model and --min-padding-efficiency.
+SchedulerOptions SchedulerFromArgs(const ServeArgs& a, bool packed) {
   SchedulerOptions s;
   s.max_batch_size = a.max_batch_requests;
   const std::optional<Duration> max_wait = DurationFromFlag<std::milli>(a.max_wait_ms);
@@ -178,7 +186,7 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
   const std::optional<Duration> slack = DurationFromFlag<std::micro>(a.anchor_slack_us);
   if (!slack) Fail(kCommand, fmt::format("--anchor-slack-us must be >= 0, got {}", a.anchor_slack_us));
   s.anchor_slack_per_token = *slack;
-  s.length_aware_min_padding_efficiency = a.min_padding_efficiency;
+  s.length_aware_min_padding_efficiency = packed && !a.min_padding_efficiency_given ? 0.0 : a.min_padding_efficiency;
   s.split_overlap_tokens = a.split_overlap_tokens;
   s.max_queue_size = a.max_queue_size;
   if (a.max_batch_tokens < 0)
@@ -191,13 +199,14 @@ SchedulerOptions SchedulerFromArgs(const ServeArgs& a) {
     if (calib.is_discarded() || !calib.is_object()) Fail(kCommand, "cannot parse --calibration " + a.calibration);
     CheckCalibration(calib, a.calibration);
   }
-  if (a.cost_model == "memory") {
+  const std::string cost_model = !a.cost_model.empty() ? a.cost_model : packed ? "sum" : "padded";
+  if (cost_model == "memory") {
     if (calib.is_null()) Fail(kCommand, "--cost-model memory needs --calibration FILE (from `tokenbatch calibrate`)");
     const auto& m = calib.value("memory_model", nlohmann::json::object());
     s.cost_model = OrFail(kCommand, CostModel::Memory(m.value("c0", 0.0), m.value("c1", 0.0), m.value("c2", 0.0)),
                           "--calibration memory_model");
   } else {
-    s.cost_model = OrFail(kCommand, CostModel::Parse(a.cost_model), "--cost-model");
+    s.cost_model = OrFail(kCommand, CostModel::Parse(cost_model), "--cost-model");
   }
   if (a.max_batch_tokens > 0) {
     s.max_batch_tokens = a.max_batch_tokens;
@@ -386,7 +395,9 @@ void Run(const ServeArgs& a) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
   spdlog::set_level(spdlog::level::from_str(a.log_level));
   server::ServiceOptions so;
-  so.batcher.scheduler = SchedulerFromArgs(a);
+  // As ResolveModel decides: a directory is served unless --model or --backend noop.
+  const bool packed = a.backend != "noop" && a.model.empty() && a.execution == "packed";
+  so.batcher.scheduler = SchedulerFromArgs(a, packed);
   so.batcher.num_workers = a.workers;
   so.tokenizer_threads = a.tokenization_workers;
   if (a.auto_truncate && a.oversize == "split") {
@@ -491,7 +502,8 @@ void AddServeCommand(CLI::App& app) {
       "Hugging Face tokenizer.json (default: the model directory's; the bundled Qwen3 one with --model)");
   opt("--dtype", args->dtype, "--model-id weights and activations: float32, float16 or bfloat16", "DTYPE");
   opt("--execution", args->execution,
-      "--model-id batches: packed (no padding computed; pair with --cost-model sum) or padded (B x Lmax)");
+      "--model-id batches: packed (no padding computed; budgeted by --cost-model sum unless given) or padded (B x "
+      "Lmax)");
   opt("--served-model-name", args->served_model_name, "name reported by /info, /v1/models and in OpenAI responses",
       "SERVED_MODEL_NAME");
   opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");
@@ -508,8 +520,8 @@ void AddServeCommand(CLI::App& app) {
   opt("--device", args->device, "cpu or cuda:N");
   opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
   opt("--max-batch-tokens", args->max_batch_tokens,
-      "batch budget in the cost model's unit: with the default padded cost, batch size x longest input "
-      "(TEI's counts the sum of tokens: add --cost-model sum for that meaning); also caps the longest input "
+      "batch budget in the cost model's unit (sum: tokens in the batch, TEI's meaning; padded: batch size x "
+      "longest input); also caps the longest input "
       "unless --max-input-tokens is set (0 = from --calibration, else 4096)",
       "MAX_BATCH_TOKENS");
   opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
@@ -518,12 +530,16 @@ void AddServeCommand(CLI::App& app) {
       "adaptive: a batch that is not full waits for company only while the arrivals expected gain more than "
       "the queued inputs lose, from each worker's batch run times learned online, and at most --max-wait-ms; "
       "fixed: it always waits --max-wait-ms");
-  opt("--cost-model", args->cost_model, "sum, padded, or memory (needs --calibration)");
+  opt("--cost-model", args->cost_model,
+      "sum, padded, or memory (needs --calibration); default: sum for a --model-id directory run packed, padded "
+      "otherwise");
   opt("--policy", args->policy, "fifo, bucketed or length_aware");
   opt("--anchor-slack-us", args->anchor_slack_us,
       "length_aware: anchor = earliest arrival + this x tokens, us per token (0 = the oldest request)");
-  opt("--min-padding-efficiency", args->min_padding_efficiency,
-      "length_aware: no batch below this padding efficiency, in [0, 1) (0 = no floor)");
+  CLI::Option* min_padding_efficiency =
+      opt("--min-padding-efficiency", args->min_padding_efficiency,
+          "length_aware: no batch below this padding efficiency, in [0, 1) (0 = no floor); default: 0 for a --model-id "
+          "directory run packed (it computes no padding), else the scheduler's");
   opt("--split-overlap-tokens", args->split_overlap_tokens,
       "--oversize split: tokens shared by consecutive windows (< --max-input-tokens)");
   opt("--max-queue-size", args->max_queue_size, "most inputs queued (429 beyond; 0 = unlimited)");
@@ -560,8 +576,9 @@ void AddServeCommand(CLI::App& app) {
       "repeatable, or * for any (default: none, so that no web page can reach a server on this machine)",
       "CORS_ALLOW_ORIGIN")
       ->delimiter(',');
-  cmd->callback([args, auto_truncate] {
+  cmd->callback([args, auto_truncate, min_padding_efficiency] {
     args->auto_truncate_given = auto_truncate->count() > 0;
+    args->min_padding_efficiency_given = min_padding_efficiency->count() > 0;
     Run(*args);
   });
 }

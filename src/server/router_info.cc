@@ -55,6 +55,8 @@ std::function<void()> Router::Info(HttpRequest, Respond reply) {
         {"max_wait_us", std::chrono::duration_cast<std::chrono::microseconds>(s.max_wait).count()},
         {"cost_model", std::string(s.cost_model.name())},
         {"policy", std::string(PackingPolicyName(s.policy))},
+        {"min_padding_efficiency", s.length_aware_min_padding_efficiency},
+        {"batch_window", s.adaptive_wait ? "adaptive" : "fixed"},
         {"oversize", std::string(OversizePolicyName(s.oversize))},
         {"max_queue_size", s.max_queue_size},
         {"max_queued_tokens", s.max_queued_tokens},

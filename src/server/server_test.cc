@@ -55,6 +55,8 @@ TEST_F(ServerTest, HealthInfoMetrics) {
   EXPECT_EQ(i["model_type"]["embedding"]["hidden_size"], 16);
   EXPECT_EQ(i["scheduler"]["max_batch_tokens"], 4096);
   EXPECT_EQ(i["scheduler"]["cost_model"], "padded");
+  EXPECT_EQ(i["scheduler"]["batch_window"], "adaptive");
+  EXPECT_DOUBLE_EQ(i["scheduler"]["min_padding_efficiency"].get<double>(), 0.85);
   EXPECT_EQ(i["max_input_length"], 4096);
   // TEI's /info field names beside our scheduler block.
   EXPECT_EQ(i["model_id"], "tokenbatch");

@@ -18,6 +18,7 @@ both routes. Prints one line per directory and layout with the worst figures.
 import argparse
 import json
 import os
+import urllib.request
 
 import numpy as np
 import torch
@@ -88,6 +89,12 @@ def check(args, model_dir, corpus):
                                        "--threads", "2", "--max-batch-tokens", "16384", "--device", args.device,
                                        "--dtype", args.dtype]) as port:
             label = f"{name} {execution} {args.device} {args.dtype}"
+            # Each layout is budgeted by what it computes unless flags say otherwise.
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/info", timeout=10) as r:
+                scheduler = json.loads(r.read())["scheduler"]
+            want_cost = ("sum", 0.0) if execution == "packed" else ("padded", 0.85)
+            got_cost = (scheduler["cost_model"], scheduler["min_padding_efficiency"])
+            assert got_cost == want_cost, f"{label}: /info scheduler {got_cost}, expected {want_cost}"
             figures = [compare(f"{label} /v1/embeddings", embed_openai(port, corpus), want, args),
                        compare(f"{label} /embed", embed_tei(port, few), want[:len(few)], args)]
             if prompt:
