@@ -59,7 +59,7 @@ for backend in $BACKENDS; do
       line=$(wrk -t1 -c"$c" -d"${DURATION}s" --latency -s "$LUA" "http://127.0.0.1:$PORT" | grep '^RESULT')
       echo "$backend $window c=$c ${line#RESULT }" | tee -a "$RESULTS"
     done
-    curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^tokenbatch_learned_batch|^tokenbatch_batch_dispatch_total' |
+    curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^tokenbatch_learned_batch|^tokenbatch_batch_dispatch_total|^tokenbatch_batch_size_(sum|count)' |
       sed "s/^/$backend $window metric /" | tee -a "$RESULTS"
     kill "$pid"
     wait "$pid" 2>/dev/null || true
