@@ -36,6 +36,7 @@ server_pid=""
 stop_server() {  # Infinity is not our child (setsid): poll until it has gone
   if [ -n "$server_pid" ]; then
     kill "$server_pid" 2>/dev/null || true
+    kill -- -"$server_pid" 2>/dev/null || true  # Infinity's session group: its workers too
     for _ in $(seq 1 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
     server_pid=""
   fi

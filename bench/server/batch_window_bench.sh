@@ -40,8 +40,7 @@ window_flags() {
   esac
 }
 
-RESULTS=/tmp/batch_window_bench.out
-: >"$RESULTS"
+RESULTS="$(mktemp)"
 echo "machine: $(nproc) cores; wrk -t1 -d${DURATION}s; servers on 1 I/O thread, 1 worker"
 # The loop runs in this shell (its output is teed line by line), so the servers
 # it starts are in `pids` for server_processes.sh's cleanup on any exit.

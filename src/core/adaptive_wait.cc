@@ -47,9 +47,10 @@ HoldDecision DecideHold(const BatchLatencyModel& model, const ArrivalRate& rate,
   const double window_rate = rate.PerUs(now);
   const double since_last_us = std::max(0.0, ArrivalRate::ToUs(now - rate.last_arrival()));
   // Never more than one arrival per elapsed interval: arrivals that stopped do
-  // not count as coming.
-  const double recent_rate = since_last_us > 0 ? std::min(window_rate, 1.0 / since_last_us) : window_rate;
-  if (!(recent_rate * gain_per_arrival_us > n)) return d;
+  // not count as coming. That bound, 1 / since_last, is compared multiplied out
+  // so that at the `until` computed below it holds exactly.
+  if (!(window_rate * gain_per_arrival_us > n)) return d;
+  if (!(gain_per_arrival_us > n * since_last_us)) return d;
   d.hold = true;
   d.rate_per_us = window_rate;
   // recent_rate falls below n / g once since_last > g / n; rounded up so that

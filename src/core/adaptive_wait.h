@@ -22,6 +22,12 @@
 // backend whose run time is mostly per batch (a GPU at small batches) it waits
 // while company is arriving fast enough to share that time.
 //
+// Limits of the rule: it assumes a request arriving after the dispatch queues
+// behind this batch; with several workers and one idle, it would not, and the
+// hold is worth less than the rule says. It weighs only the held batch and its
+// joiners, not the requests that will queue behind a separate batch while the
+// worker is saturated, nor clients that come back as soon as they are answered.
+//
 // Internal to the core; plain values, no clock, not thread-safe.
 #pragma once
 

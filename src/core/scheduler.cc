@@ -141,6 +141,9 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
   State& s = *state_;
   const SchedulerOptions& o = s.options;
   Decision d;
+  // A hold lasts until the next decision: this one makes its own (or none, if
+  // the queue has emptied), so that a stale level size never gates arrivals.
+  s.hold.reset();
   d.expired = s.queue.PopExpired(now);
   const std::int64_t budget = std::max<std::int64_t>(1, context.budget);
   s.last_budget = budget;
@@ -191,7 +194,6 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     }
   }
 
-  s.hold.reset();
   if (reason == DispatchReason::kNone) {
     d.wake_at = anchor_due;
     if (hold && hold->hold) {

@@ -47,7 +47,12 @@ struct AdaptiveHold {
 
   // Whether the level, now of `size` requests costing `cost`, may end the hold:
   // every request added since is counted as joining the held batch, with the
-  // level's growth in cost, which is at least what the batch can gain. O(1).
+  // level's growth in cost. That growth is what the batch gains under the sum
+  // cost, and under padded cost while the batch holds the level's longest
+  // request; when it does not (length_aware left a longer one out), a joiner can
+  // add more to the batch than to the level, this may answer false where the
+  // hold should end, and the worker then wakes at the hold's end (never after
+  // max_wait). O(1).
   [[nodiscard]] bool MayEnd(std::int64_t size, std::int64_t cost) const {
     const double n = static_cast<double>(batch_size + (size - level_size));
     const double c = static_cast<double>(batch_cost + (cost - level_cost));

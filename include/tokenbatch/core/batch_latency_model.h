@@ -38,8 +38,8 @@ struct BatchLatencyModel {
 class OnlineLatencyFit {
  public:
   // `memory_batches`: the weight of a batch falls by 1/e after this many later
-  // batches (the fit's memory). >= 1. `min_batches`: batches needed before the
-  // fit gives a model. >= 2.
+  // batches (the fit's memory); a smaller value is taken as 1. `min_batches`:
+  // batches needed before the fit gives a model; a smaller value is taken as 2.
   explicit OnlineLatencyFit(double memory_batches = 64, std::int64_t min_batches = 4);
 
   // Accounts one batch of `cost` (>= 1) that ran in `latency_us` (>= 0; a

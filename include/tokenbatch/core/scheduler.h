@@ -55,13 +55,15 @@ namespace tokenbatch {
 
 // Why a batch was dispatched (for metrics and tests).
 enum class DispatchReason {
-  kNone,             // nothing dispatched
-  kBudgetFull,       // the next candidate would have exceeded the budget
-  kMaxBatchSize,     // max_batch_size reached
-  kEarlyDispatch,    // cost >= early_dispatch_fraction × budget
-  kMaxWait,          // the anchor waited max_wait
-  kNoGainInWaiting,  // adaptive_wait: waiting longer would cost the queued requests more than it saves
-  kDrain,            // the driver is draining (shutdown)
+  kNone,           // nothing dispatched
+  kBudgetFull,     // the next candidate would have exceeded the budget
+  kMaxBatchSize,   // max_batch_size reached
+  kEarlyDispatch,  // cost >= early_dispatch_fraction × budget
+  kMaxWait,        // the anchor waited max_wait
+  kDrain,          // the driver is draining (shutdown)
+  // adaptive_wait: waiting longer would cost the queued requests more than it
+  // saves (last, so the values above keep their numbers).
+  kNoGainInWaiting,
 };
 
 // Per-call inputs of Next().

@@ -32,8 +32,9 @@ namespace tokenbatch::sim {
 [[nodiscard]] std::string ResultsJson(const std::vector<PolicyResult>& results);
 
 // Every batch of every policy as JSON Lines, one object per batch in the order
-// run: policy, size (B), max_tokens (Lmax), sum_tokens, cost (the reference cost
-// model's), latency_us (measured by bench, predicted by simulate), oom. For
+// run: policy, size (B), max_tokens (Lmax), sum_tokens, cost (the batch's cost
+// as its producer recorded it: bench records B × Lmax, simulate the reference
+// cost model's), latency_us (measured by bench, predicted by simulate), oom. For
 // replaying the same batch shapes on another runtime (bench/peers/onnx_compute.py).
 [[nodiscard]] std::string BatchesJsonl(const std::vector<PolicyResult>& results);
 

@@ -3,6 +3,7 @@
 // completes its records; when the core says "not yet", it sleeps until the core's
 // wake_at or until a submit may have made a batch ready (the intake's wake rule).
 // It never polls.
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -100,8 +101,11 @@ void BatchEngineImpl::Execute(EngineContext& context, RunningBatch& batch, doubl
 void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
                                    const IsolationReport& report, std::optional<std::size_t> fit_worker) {
   recorder_.OnBatchDone(exec_us, report.retries, report.oom_events);
-  // A batch that was bisected ran more than once: its time is not its shape's.
-  if (fit_worker && report.retries == 0 && report.oom_events == 0) {
+  // A batch that was bisected ran more than once, and one that failed may have
+  // stopped early: either way its time is not its shape's.
+  const bool all_ok =
+      std::all_of(batch.statuses.begin(), batch.statuses.end(), [](const absl::Status& st) { return st.ok(); });
+  if (fit_worker && report.retries == 0 && report.oom_events == 0 && all_ok) {
     latency_fits_[*fit_worker].Add(batch.cost, exec_us);
   }
   if (report.oom_events == 0) aimd_.OnSuccess();

@@ -80,6 +80,36 @@ TEST(WorkerStepTest, TheLearnedBatchTimeDecidesWhetherABatchWaits) {
   }
 }
 
+// A batch in which an input failed may have stopped early: its time says
+// nothing of its shape, so the fit does not learn it. The same batches
+// succeeding are learned (the test above).
+TEST(WorkerStepTest, FailedBatchesAreNotLearned) {
+  FakeClient client;
+  FakeRunner runner;
+  runner.rule = [](std::span<const RequestId>, std::span<absl::Status> statuses, auto, IsolationReport&) {
+    statuses.back() = absl::InternalError("backend failed");
+  };
+  BatcherOptions options = SmallOptions();
+  options.scheduler.max_batch_size = 8;
+  auto engine = MakeEngine(options, client);
+  double t = 0;
+  // Lone requests (a failed batch of several would be bisected, and a bisected
+  // batch is not learned either), of different lengths, 2.5 to 15 ms each.
+  for (int i = 1; i <= 6; ++i) {
+    SubmitAt(*engine, runner, Ms(t), 10 * i);
+    const WorkerStep step = engine->StepWorker(runner, Ms(t + 4), Ms(t + 4 + 2.5 * i));
+    EXPECT_EQ(step.batch.size(), 1u);
+    t += 200;
+  }
+  int failed = 0;
+  for (const auto& [id, outcome] : runner.outcomes) failed += outcome.status.ok() ? 0 : 1;
+  EXPECT_EQ(failed, 6);
+  const MetricsSnapshot m = engine->metrics();
+  ASSERT_EQ(m.learned_latency.size(), 1u);
+  EXPECT_EQ(m.learned_latency[0].fixed_us, 0);  // not ready: nothing learned
+  EXPECT_EQ(m.learned_latency[0].us_per_cost, 0);
+}
+
 TEST(WorkerStepTest, AFullBatchGoesAtOnceAndTheRestWaits) {
   FakeClient client;
   FakeRunner runner;
