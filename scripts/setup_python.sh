@@ -8,11 +8,14 @@
 # Otherwise (first run, a changed file, a Python upgrade, an interrupted install)
 # it builds the environment afresh, installs with --no-deps (nothing unpinned
 # comes in), checks the dependencies are consistent, and writes the stamp last.
+# Usage: bash scripts/setup_python.sh [VENV REQUIREMENTS]
+#   (default build/venv from scripts/requirements.txt; the peer benchmarks pass
+#   their own, bench/peers/setup_peers.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VENV="build/venv"
-REQUIREMENTS="scripts/requirements.txt"
+VENV="${1:-build/venv}"
+REQUIREMENTS="${2:-scripts/requirements.txt}"
 STAMP="$VENV/requirements.installed"
 PYTHON=/usr/bin/python3
 

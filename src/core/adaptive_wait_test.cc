@@ -42,6 +42,17 @@ class AdaptiveWaitTest : public ::testing::Test {
     return out.value_or(EnqueueOutcome{});
   }
   Decision Next(const BatchLatencyModel* model) { return scheduler_->Next(clock_.now(), {4096, false, model}); }
+  // `count` arrivals of `tokens`, `gap` apart, each of which must go alone at
+  // once because waiting gains nothing under `model`.
+  void ExpectEachGoesAlone(const BatchLatencyModel& model, int count, std::int64_t tokens, Duration gap) {
+    for (int i = 0; i < count; ++i) {
+      Add(tokens);
+      const Decision d = Next(&model);
+      ASSERT_EQ(d.batch.size(), 1u) << "arrival " << i;
+      EXPECT_EQ(d.reason, DispatchReason::kNoGainInWaiting);
+      clock_.Advance(gap);
+    }
+  }
   // 300 ms of arrivals, one per 100 µs, each dispatched at once (drain): the
   // arrival rate the scheduler has measured is then 0.01 per µs.
   void PrimeRate() {
@@ -61,14 +72,7 @@ class AdaptiveWaitTest : public ::testing::Test {
 // lone request goes at once even while requests arrive fast.
 TEST_F(AdaptiveWaitTest, NoFixedTimeDispatchesAtOnce) {
   Make();
-  const BatchLatencyModel model{0, 1.0};
-  for (int i = 0; i < 5; ++i) {
-    Add();
-    const Decision d = Next(&model);
-    ASSERT_EQ(d.batch.size(), 1u) << "arrival " << i;
-    EXPECT_EQ(d.reason, DispatchReason::kNoGainInWaiting);
-    clock_.Advance(microseconds(100));
-  }
+  ExpectEachGoesAlone(BatchLatencyModel{0, 1.0}, 5, 10, microseconds(100));
 }
 
 // A backend whose time is all per batch (2 ms; a GPU at small batches) and one
@@ -124,14 +128,7 @@ TEST_F(AdaptiveWaitTest, StopsHoldingSoonAfterArrivalsStop) {
 // than the fixed part it saves, g = 100 - 10 µs × 20 tokens < 0.
 TEST_F(AdaptiveWaitTest, ComputeBoundBatchesDoNotWait) {
   Make();
-  const BatchLatencyModel model{100, 10};
-  for (int i = 0; i < 3; ++i) {
-    Add(20);
-    const Decision d = Next(&model);
-    ASSERT_EQ(d.batch.size(), 1u);
-    EXPECT_EQ(d.reason, DispatchReason::kNoGainInWaiting);
-    clock_.Advance(microseconds(10));
-  }
+  ExpectEachGoesAlone(BatchLatencyModel{100, 10}, 3, 20, microseconds(10));
 }
 
 // A per-batch time so large that waiting always pays still waits no longer
