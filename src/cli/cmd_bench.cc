@@ -4,20 +4,24 @@
 // every policy run on the same workload in one process.
 //
 // Our policies and the token-budget baselines run through the real runtime
-// (Batcher, one worker, the policy core inside). The fixed-count and
-// sorted-window baselines are not core policies: a single-worker loop drives their
-// BatchFormer on the steady clock, sleeping until the former's wake time, exactly
-// as the Batcher's worker does for the core. Every request arrives at once (the
-// seed's burst); latency is completion time minus that instant.
+// (Batcher with --workers workers, the policy core inside). The fixed-count and
+// sorted-window baselines are not core policies: --workers threads drive their
+// BatchFormer on the steady clock, each sleeping until the former's wake time
+// as the Batcher's workers do for the core, and running each batch as the
+// runtime does (RunIsolated: bisection after a failure). Every request arrives
+// at once (the seed's burst); latency is completion time minus that instant.
+// The workload goes through the same admission as `simulate`'s
+// (workload::Admit: truncation at the model's max_positions by default).
 //
 // Defaults: 100 requests (the seed's 5,000 scaled down 50×), the MiniLM-shaped
 // model from scripts/gen_models.py with its BERT tokenizer, budget 4,096 padded
-// tokens, one libtorch thread. The run is compute-bound (the time per padded
+// tokens, one worker, one libtorch thread. The run is compute-bound (the time per padded
 // token and the run's length on this machine are in docs/benchmarks.md). One
 // thread because on a shared CPU a 2-thread forward waits on descheduled threads
 // (docs/benchmarks.md, "Threads per forward").
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <string>
 #include <thread>
@@ -32,6 +36,7 @@
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/runtime/batcher.h"
+#include "tokenbatch/runtime/isolation.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/sim/batch_former.h"
 #include "tokenbatch/sim/progress.h"
@@ -43,6 +48,8 @@ namespace tokenbatch::cli {
 namespace {
 
 constexpr Command kCommand{"bench"};
+// The positions of scripts/gen_models.py's TorchScript models (their sidecars).
+constexpr std::int64_t kTorchScriptPositions = 512;
 
 using backend::Embedding;
 using backend::EmbeddingInput;
@@ -56,9 +63,9 @@ struct BenchFlags : MixFlags, ReportFlags {
   // --model-id DIR, or --model FILE (default: the MiniLM-shaped TorchScript model).
   ModelFlags model;
   std::string tokenizer;  // "" = the model directory's, else the bundled BERT one
-  std::int64_t max_positions = 512;
+  int workers = 1;
   std::int64_t budget = 4096;
-  std::string cost_model = "padded";
+  std::string cost_model;  // "" = the backend's: sum for a packed --model-id, else padded
 };
 
 struct Request {
@@ -66,15 +73,20 @@ struct Request {
   bool is_long = false;
 };
 
+// Run::latency_ms of a request the Batcher refused at submit.
+constexpr double kRejected = -2;
+
 // What one policy run records; turned into a sim::PolicyResult for the reports.
 struct Run {
-  explicit Run(std::size_t requests) : latency_ms(requests, -1) {}
+  Run(std::size_t requests, const CostModel& budget_model) : budget_model(budget_model), latency_ms(requests, -1) {}
+  const CostModel budget_model;  // gives each BatchRecord::cost, compared with the budget
   Mutex mu;  // the Batcher's worker records batches and results while the main thread submits
-  std::vector<double> latency_ms ABSL_GUARDED_BY(mu);  // per request; < 0: failed
+  std::vector<double> latency_ms ABSL_GUARDED_BY(mu);  // per request; kRejected, or < 0: failed
   std::vector<sim::BatchRecord> batches ABSL_GUARDED_BY(mu);
   std::vector<double> fills ABSL_GUARDED_BY(mu);
   std::size_t oom ABSL_GUARDED_BY(mu) = 0;
   std::size_t done ABSL_GUARDED_BY(mu) = 0;
+  std::condition_variable all_done;  // notified when `done` reaches the request count
 };
 
 double Fill(const sim::PolicySpec& p, const BatchShape& shape) {
@@ -93,8 +105,11 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
   MutexLock lock(&run.mu);
   run.batches.push_back({.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - t0).count(),
-                         .size = shape.size, .max_tokens = shape.max_tokens, .sum_tokens = shape.sum_tokens,
-                         .cost = shape.padded_tokens(), .latency_us = us,
+                         .size = shape.size,
+                         .max_tokens = shape.max_tokens,
+                         .sum_tokens = shape.sum_tokens,
+                         .cost = run.budget_model.Cost(shape),
+                         .latency_us = us,
                          .oom = !out.ok() && GetErrorKind(out.status()) == ErrorKind::kOutOfMemory});
   run.fills.push_back(Fill(p, shape));
   run.oom += run.batches.back().oom ? 1 : 0;
@@ -102,8 +117,10 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
 }
 
 void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const std::vector<Request>& requests,
-             Run& run, sim::ProgressBar& bar) {
-  BatcherOptions options{.scheduler = p.core, .num_workers = 1};
+             int workers, Run& run, sim::ProgressBar& bar) {
+  // defer_start: the burst is queued whole before the first batch is chosen,
+  // as the simulator's arrivals at one instant are.
+  BatcherOptions options{.scheduler = p.core, .num_workers = workers, .defer_start = true};
   options.scheduler.max_queue_size = 0;
   const Clock::time_point t0 = Clock::now();
   using B = Batcher<EmbeddingInput, Embedding>;
@@ -119,40 +136,85 @@ void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const st
       MutexLock lock(&run.mu);
       run.latency_ms[i] = r.ok() ? ms : -1;
       bar.Update(++run.done, requests.size());
+      if (run.done == requests.size()) run.all_done.notify_all();
     });
+    if (!id.ok() && GetErrorKind(id.status()) == ErrorKind::kOversize) {
+      // Refused at submit (its own cost is over the budget), as simulate counts it.
+      MutexLock lock(&run.mu);
+      run.latency_ms[i] = kRejected;
+      bar.Update(++run.done, requests.size());
+      continue;
+    }
     if (!id.ok()) Fail(kCommand, id.status().ToString());
+  }
+  (*batcher)->Start();
+  // Shut down only once everything is answered: a drain dispatches without
+  // waiting (ShutdownMode::kDrain), which would hide the policy's own waits.
+  {
+    MutexLock lock(&run.mu);
+    while (run.done < requests.size()) run.mu.Wait(run.all_done);
   }
   (*batcher)->Shutdown(ShutdownMode::kDrain);
 }
 
-void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder,
-                 const std::vector<Request>& requests, Run& run, sim::ProgressBar& bar) {
-  auto former = sim::MakeFormer(p);
-  if (!former.ok()) Fail(kCommand, former.status().ToString());
-  const Clock::time_point t0 = Clock::now();
-  for (std::size_t i = 0; i < requests.size(); ++i) {
-    absl::Status s = (*former)->Enqueue(i, static_cast<std::int64_t>(requests[i].input.input_ids.size()), t0);
-    if (!s.ok()) Fail(kCommand, s.ToString());
-  }
-  while ((*former)->queued() > 0) {
-    sim::FormerDecision d = (*former)->Next(Clock::now());
+// The former and what the baseline's worker threads share.
+struct BaselineQueue {
+  Mutex mu;
+  std::unique_ptr<sim::BatchFormer> former ABSL_GUARDED_BY(mu);
+};
+
+// One worker thread of a baseline: asks the former for a batch, runs it as the
+// runtime does (RunIsolated), records every request's latency.
+void BaselineWorker(const sim::PolicySpec& p, const backend::Encoder& encoder, const std::vector<Request>& requests,
+                    Clock::time_point t0, BaselineQueue& queue, Run& run, sim::ProgressBar& bar) {
+  while (true) {
+    sim::FormerDecision d;
+    {
+      MutexLock lock(&queue.mu);
+      if (queue.former->queued() == 0) return;
+      d = queue.former->Next(Clock::now());
+    }
     if (d.batch.empty()) {
       if (d.wake_at) std::this_thread::sleep_until(*d.wake_at);
       continue;
     }
     std::vector<EmbeddingInput> inputs;
     for (RequestId id : d.batch) inputs.push_back(requests[id].input);
-    const bool ok = RunBatch(encoder, p, inputs, t0, run).ok();
+    std::vector<absl::StatusOr<Embedding>> results(inputs.size());
+    IsolationReport report;
+    auto backend = [&](std::span<const EmbeddingInput> in) { return RunBatch(encoder, p, in, t0, run); };
+    RunIsolated<Embedding>(
+        backend, std::span<const EmbeddingInput>(inputs), std::span<absl::StatusOr<Embedding>>(results),
+        [](std::size_t, std::size_t) {}, report);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     MutexLock lock(&run.mu);
-    for (RequestId id : d.batch) run.latency_ms[id] = ok ? ms : -1;
+    for (std::size_t k = 0; k < d.batch.size(); ++k) run.latency_ms[d.batch[k]] = results[k].ok() ? ms : -1;
     run.done += d.batch.size();
     bar.Update(run.done, requests.size());
   }
 }
 
+void RunBaseline(const sim::PolicySpec& p, const backend::Encoder& encoder, const std::vector<Request>& requests,
+                 int workers, Run& run, sim::ProgressBar& bar) {
+  BaselineQueue queue;
+  const Clock::time_point t0 = Clock::now();
+  {
+    MutexLock lock(&queue.mu);
+    queue.former = OrFail(kCommand, sim::MakeFormer(p), p.name);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      absl::Status s = queue.former->Enqueue(i, static_cast<std::int64_t>(requests[i].input.input_ids.size()), t0);
+      if (!s.ok()) Fail(kCommand, s.ToString());
+    }
+  }
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&] { BaselineWorker(p, encoder, requests, t0, queue, run, bar); });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
 sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>& requests, Run& run,
-                            std::int64_t budget, std::int64_t peak_bytes) {
+                            std::int64_t budget, std::int64_t peak_bytes, std::size_t rejected) {
   MutexLock lock(&run.mu);  // every thread that wrote it has finished; taken for the annotations
   sim::PolicyResult r;
   r.policy = p.name;
@@ -160,6 +222,10 @@ sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>
   double tokens = 0, makespan_ms = 0, real = 0, padded = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
     const double ms = run.latency_ms[i];
+    if (ms == kRejected) {
+      ++r.requests_rejected;
+      continue;
+    }
     if (ms < 0) {
       ++r.requests_lost;
       continue;
@@ -207,6 +273,9 @@ sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<Request>
   }
   r.oom_events = run.oom;
   r.peak_memory_bytes = peak_bytes;
+  r.peak_forward_bytes = peak_bytes;
+  r.requests += rejected;
+  r.requests_rejected += rejected;
   return r;
 }
 
@@ -214,11 +283,16 @@ void Bench(BenchFlags flags) {
   if (flags.model.model_id.empty() && flags.model.model.empty()) {
     flags.model.model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
   }
-  absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, flags.max_positions, "mean");
+  absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, kTorchScriptPositions, "mean");
   if (!encoder.ok()) Fail(kCommand, encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
-  if (encoder->max_positions > 0) flags.max_positions = std::min(flags.max_positions, encoder->max_positions);
+  if (flags.workers < 1) Fail(kCommand, "--workers must be >= 1");
   if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : TOKENBATCH_BERT_TOKENIZER;
   const backend::Encoder& model = *encoder->encoder;
+  if (flags.cost_model.empty()) {
+    // What the forward pays: padding costs a packed directory nothing (serve's
+    // default for it too).
+    flags.cost_model = !flags.model.model_id.empty() && flags.model.execution == "packed" ? "sum" : "padded";
+  }
   absl::StatusOr<CostModel> cost_model = CostModel::Parse(flags.cost_model);
   if (!cost_model.ok() || cost_model->name() == "memory") Fail(kCommand, "--cost-model must be sum or padded");
   auto tok = tokenizer::Tokenizer::FromFile(flags.tokenizer);
@@ -229,20 +303,26 @@ void Bench(BenchFlags flags) {
     return static_cast<std::int64_t>(*n);
   };
   const LoadedWorkload loaded = LoadWorkload(kCommand, flags, count);
-  const std::vector<workload::WorkloadRequest>& texts = loaded.requests;
-  const std::string& source = loaded.source;
+  const AdmittedLoad admitted = SaveAndAdmit(kCommand, flags, loaded, encoder->max_positions);
   std::vector<Request> requests;
-  std::size_t truncated = 0, n_long = 0;
-  for (const workload::WorkloadRequest& w : texts) {
+  std::size_t n_long = 0, recounted = 0;
+  for (const workload::WorkloadRequest& w : admitted.requests) {
     if (w.text.empty()) Fail(kCommand, "bench needs the text of every request (the workload has a token-only line)");
-    auto enc = (*tok)->EncodeTruncated(w.text, static_cast<size_t>(flags.max_positions), {.with_offsets = false});
+    auto enc = (*tok)->EncodeTruncated(w.text, static_cast<size_t>(w.tokens), {.with_offsets = false});
     if (!enc.ok()) Fail(kCommand, enc.status().ToString());
-    truncated += w.tokens > flags.max_positions ? 1 : 0;
+    // A workload file's counts from another tokenizer: run what the model gets.
+    recounted += static_cast<std::int64_t>(enc->ids.size()) != w.tokens ? 1 : 0;
     Request r;
     r.input.input_ids.assign(enc->ids.begin(), enc->ids.end());
     r.is_long = w.length_class == workload::LengthClass::kLong;
     n_long += r.is_long ? 1 : 0;
     requests.push_back(std::move(r));
+  }
+  if (recounted > 0) {
+    fmt::print(stderr,
+               "bench: {} requests of the workload have token counts that {} does not give; they run with "
+               "its counts\n",
+               recounted, flags.tokenizer);
   }
 
   std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, *cost_model, flags);
@@ -257,28 +337,28 @@ void Bench(BenchFlags flags) {
 
   std::vector<sim::PolicyResult> results;
   for (const sim::PolicySpec& p : policies) {
-    Run run(requests.size());
+    Run run(requests.size(), *cost_model);
     sim::ProgressBar bar(p.name, flags.progress);
     if (absl::Status s = model.ResetPeakMemory(); !s.ok()) Fail(kCommand, s.ToString());
     if (p.kind == sim::FormerKind::kCore) {
-      RunCore(p, model, requests, run, bar);
+      RunCore(p, model, requests, flags.workers, run, bar);
     } else {
-      RunBaseline(p, model, requests, run, bar);
+      RunBaseline(p, model, requests, flags.workers, run, bar);
     }
     auto peak = model.PeakMemoryBytes();
-    results.push_back(Summarise(p, requests, run, flags.budget, peak.ok() ? *peak : 0));
+    results.push_back(Summarise(p, requests, run, flags.budget, peak.ok() ? *peak : 0, admitted.rejected));
   }
 
   if (flags.json) {
     fmt::print("{}", sim::ResultsJson(results));
   } else {
     fmt::print("# tokenbatch bench (real backend, wall clock: numbers vary between runs)\n\n");
-    fmt::print("- workload: {}, {} requests ({} short, {} long){}, all arriving at once; SCALED DOWN: the seed "
-               "experiment has 5,000 requests\n",
-               source, requests.size(), requests.size() - n_long, n_long,
-               truncated ? fmt::format(", {} truncated to {} tokens", truncated, flags.max_positions) : "");
-    fmt::print("- backend: libtorch {}, {} threads, model {}{}, tokenizer {}\n", flags.model.device,
-               flags.model.threads, encoder->path,
+    fmt::print(
+        "- workload: {}, {} requests ({} short, {} long{}), all arriving at once; SCALED DOWN: the seed "
+        "experiment has 5,000 requests\n",
+        loaded.source, loaded.requests.size(), requests.size() - n_long, n_long, admitted.note);
+    fmt::print("- backend: libtorch {}, {} worker(s) of {} thread(s), model {}{}, tokenizer {}\n", flags.model.device,
+               flags.workers, flags.model.threads, encoder->path,
                flags.model.model_id.empty()
                    ? ""
                    : fmt::format(" ({} execution, {})", flags.model.execution, flags.model.dtype),
@@ -312,18 +392,17 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--execution", f->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--tokenizer", f->tokenizer,
                   "the model's tokenizer.json (default: the directory's; the bundled BERT one with --model)");
-  cmd->add_option("--max-positions", f->max_positions,
-                  "longest request in tokens, longer ones truncated (at most the model's)")
-      ->capture_default_str();
-  cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads")->capture_default_str();
+  cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads per worker")->capture_default_str();
+  cmd->add_option("--workers", f->workers, "model instances running batches concurrently")->capture_default_str();
   cmd->add_option("--device", f->model.device, "cpu or cuda:N")->capture_default_str();
   cmd->add_option("--cuda-memory-limit", f->model.cuda_memory_limit,
                   "--model-id on CUDA: cap the allocator at this many bytes (e.g. 24GB), as a smaller GPU")
       ->transform(CLI::AsSizeValue(true));
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch, in the cost model's tokens")
       ->capture_default_str();
-  cmd->add_option("--cost-model", f->cost_model, "the budget's cost model: padded (B x Lmax) or sum")
-      ->capture_default_str();
+  cmd->add_option("--cost-model", f->cost_model,
+                  "the budget's cost model: padded (B x Lmax) or sum (default: sum for a packed --model-id, "
+                  "padded otherwise)");
   AddReportFlags(cmd, *f);
   cmd->callback([f] { Bench(*f); });
 }

@@ -1,15 +1,20 @@
 // `tokenbatch simulate`: the seed's experiment (or the user's workload) through
-// every batching policy on a simulated GPU. A deterministic discrete-event
+// every batching policy on a simulated device. A deterministic discrete-event
 // simulation drives the same policy core the runtime uses; a GPU model from the
-// model's shape and the device's datasheet (or a calibration file) gives each
-// batch a latency and a peak memory, and a batch over the device's memory fails as
-// an OOM would. Same flags and workload -> byte-identical stdout.
+// model's shape and the device's datasheet, or the device a `calibrate --json`
+// file measured (a CPU included), gives each batch a latency and a peak memory,
+// and a batch over the device's memory runs out of memory and is bisected as
+// the runtime does. The workload is admitted as `bench` admits it (truncation at
+// the model's positions by default, workload::Admit), so `--save-workload` here
+// and `bench --workload` run the same requests. Same flags and workload ->
+// byte-identical stdout.
 //
 // With no arguments: the seed mix (5,000 requests, half ~1,500-character licence
 // passages, half short fortunes), all at once, on an A10G 24 GB with the
 // Qwen3-Embedding-0.6B shape and eager attention, budget 4,096.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -36,8 +41,7 @@ namespace {
 constexpr Command kCommand{"simulate"};
 
 struct SimulateFlags : MixFlags, ReportFlags {
-  std::string save_workload;
-  std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+  std::string tokenizer;  // "" = the model's (see DefaultTokenizer)
   std::string arrival = "burst";
   double rate = 100;
   std::size_t clients = 64;
@@ -51,6 +55,20 @@ struct SimulateFlags : MixFlags, ReportFlags {
 };
 
 using sim::ProgressBar;
+
+// The tokenizer `bench` would count with for the same model: a calibrated
+// model directory's own tokenizer.json, the bundled BERT one for a calibrated
+// TorchScript file (bench's default for --model) and for the minilm shape, and
+// Qwen3's for the qwen3-0.6b shape.
+std::string DefaultTokenizer(const SimulateFlags& flags, const std::optional<sim::Calibration>& calibration) {
+  if (calibration) {
+    const std::filesystem::path own = std::filesystem::path(calibration->model_path) / "tokenizer.json";
+    std::error_code ec;
+    if (!calibration->model_path.empty() && std::filesystem::is_regular_file(own, ec)) return own.string();
+    return TOKENBATCH_BERT_TOKENIZER;
+  }
+  return flags.model == "minilm" ? TOKENBATCH_BERT_TOKENIZER : TOKENBATCH_DEFAULT_TOKENIZER;
+}
 
 workload::TokenCounter MakeCounter(const SimulateFlags& flags, std::string& method) {
 #ifdef TOKENBATCH_HAVE_TOKENIZER
@@ -73,7 +91,7 @@ workload::TokenCounter MakeCounter(const SimulateFlags& flags, std::string& meth
 }
 
 // The workload with its arrival times: a --workload file keeps its own, a
-// generated mix gets --arrival's. Saved to --save-workload when asked.
+// generated mix gets --arrival's.
 LoadedWorkload LoadRequests(const SimulateFlags& flags, const workload::TokenCounter& count,
                             workload::ArrivalKind arrival) {
   LoadedWorkload w = LoadWorkload(kCommand, flags, count);
@@ -82,17 +100,15 @@ LoadedWorkload LoadRequests(const SimulateFlags& flags, const workload::TokenCou
         {.kind = arrival, .rate_per_s = flags.rate, .clients = flags.clients, .seed = flags.seed}, w.requests);
     if (!s.ok()) Fail(kCommand, s.ToString());
   }
-  if (!flags.save_workload.empty()) {
-    if (absl::Status s = workload::SaveJsonl(flags.save_workload, w.requests); !s.ok()) Fail(kCommand, s.ToString());
-  }
   return w;
 }
 
-// The simulated device running the --model shape: from the datasheet, or from
-// --calibration's measured latency and memory.
+// The simulated device: the --device datasheet running the --model shape, or
+// the device and model --calibration measured (its latency, memory and limit).
 struct SimulatedGpu {
   sim::ModelShape shape;
   sim::DeviceSpec device;
+  std::optional<sim::Calibration> calibration;
   std::optional<sim::GpuModel> gpu;
 };
 SimulatedGpu MakeGpu(const SimulateFlags& flags) {
@@ -106,12 +122,20 @@ SimulatedGpu MakeGpu(const SimulateFlags& flags) {
   }
   out.device = OrFail(kCommand, sim::DevicePreset(flags.device), "--device");
   const sim::Attention attention = OrFail(kCommand, sim::ParseAttention(flags.attention), "--attention");
-  std::optional<sim::Calibration> calibration;
+  sim::GpuModelOptions options{.attention = attention};
   if (!flags.calibration.empty()) {
-    calibration = OrFail(kCommand, sim::LoadCalibration(flags.calibration), "--calibration " + flags.calibration);
+    const sim::Calibration& c = out.calibration.emplace(
+        OrFail(kCommand, sim::LoadCalibration(flags.calibration), "--calibration " + flags.calibration));
+    out.device = sim::CalibratedDevice(c, out.device);
+    if (!c.model_name.empty()) out.shape.name = c.model_name;
+    if (c.layers > 0) out.shape.layers = c.layers;
+    out.shape.max_positions = c.max_input_tokens;
+    // The calibration's limit is what the whole process may use: nothing more
+    // is set aside.
+    if (c.memory_limit_bytes > 0) options.reserved_bytes = 0;
   }
-  out.gpu.emplace(OrFail(kCommand, sim::GpuModel::Create(out.shape, out.device, {.attention = attention}, calibration),
-                         "the GPU model"));
+  out.gpu.emplace(
+      OrFail(kCommand, sim::GpuModel::Create(out.shape, out.device, options, out.calibration), "the GPU model"));
   return out;
 }
 
@@ -139,31 +163,39 @@ std::vector<sim::PolicyResult> RunPolicies(const SimulateFlags& flags, const std
   return results;
 }
 
-void PrintReport(const SimulateFlags& flags, const LoadedWorkload& workload, const std::string& count_method,
-                 const SimulatedGpu& sim_gpu, const sim::SimOptions& options, const CostModel& matching,
-                 const std::vector<sim::PolicyResult>& results) {
+void PrintReport(const SimulateFlags& flags, const LoadedWorkload& loaded, const AdmittedLoad& admitted,
+                 const std::string& count_method, const SimulatedGpu& sim_gpu, const sim::SimOptions& options,
+                 const CostModel& matching, const std::vector<sim::PolicyResult>& results) {
   std::int64_t short_tokens = 0, long_tokens = 0;
   std::size_t n_long = 0;
-  for (const auto& r : workload.requests) {
+  for (const auto& r : admitted.requests) {
     const bool is_long = r.length_class == workload::LengthClass::kLong;
     (is_long ? long_tokens : short_tokens) += r.tokens;
     n_long += is_long ? 1 : 0;
   }
-  const std::size_t n_short = workload.requests.size() - n_long;
+  const std::size_t n_short = admitted.requests.size() - n_long;
   const sim::GpuModel& gpu = *sim_gpu.gpu;
   fmt::print("# tokenbatch simulate (deterministic discrete-event simulation)\n\n");
-  fmt::print("- workload: {}, {} requests ({} short, mean {:.1f} tokens; {} long, mean {:.1f} tokens), arrivals {}{}\n",
-             workload.source, workload.requests.size(), n_short,
-             n_short ? static_cast<double>(short_tokens) / n_short : 0.0, n_long,
-             n_long ? static_cast<double>(long_tokens) / n_long : 0.0, flags.arrival,
-             options.clients ? fmt::format(" ({} clients)", options.clients) : "");
+  fmt::print(
+      "- workload: {}, {} requests ({} short, mean {:.1f} tokens; {} long, mean {:.1f} tokens{}), arrivals {}{}\n",
+      loaded.source, loaded.requests.size(), n_short, n_short ? static_cast<double>(short_tokens) / n_short : 0.0,
+      n_long, n_long ? static_cast<double>(long_tokens) / n_long : 0.0, admitted.note, flags.arrival,
+      options.clients ? fmt::format(" ({} clients)", options.clients) : "");
   fmt::print("- token counts: {}\n", count_method);
-  fmt::print("- device: simulated {} ({} TFLOP/s, {} GB/s, {:.1f} GiB usable), {} worker(s)\n", sim_gpu.device.name,
-             sim_gpu.device.peak_tflops, sim_gpu.device.bandwidth_gb_s,
-             static_cast<double>(gpu.usable_bytes()) / (1 << 30), flags.workers);
-  fmt::print("- model: {} shape, {} attention{}, weights {:.2f} GiB\n", sim_gpu.shape.name, flags.attention,
-             !flags.calibration.empty() ? ", latency and memory from " + flags.calibration : "",
-             static_cast<double>(gpu.weight_bytes()) / (1 << 30));
+  if (const auto& c = sim_gpu.calibration) {
+    fmt::print("- device: simulated {} ({}{:.1f} GiB usable), {} worker(s)\n", sim_gpu.device.name,
+               c->threads > 0 ? fmt::format("{} thread(s) per forward, ", c->threads) : "",
+               static_cast<double>(gpu.usable_bytes()) / (1 << 30), flags.workers);
+    fmt::print("- model: {}{}, {} execution, latency and memory measured by calibrate, model loaded {:.2f} GiB\n",
+               sim_gpu.shape.name, c->model_path.empty() ? "" : " (" + c->model_path + ")",
+               c->packed() ? "packed" : "padded", static_cast<double>(gpu.weight_bytes()) / (1 << 30));
+  } else {
+    fmt::print("- device: simulated {} ({} TFLOP/s, {} GB/s, {:.1f} GiB usable), {} worker(s)\n", sim_gpu.device.name,
+               sim_gpu.device.peak_tflops, sim_gpu.device.bandwidth_gb_s,
+               static_cast<double>(gpu.usable_bytes()) / (1 << 30), flags.workers);
+    fmt::print("- model: {} shape, {} attention, weights {:.2f} GiB\n", sim_gpu.shape.name, flags.attention,
+               static_cast<double>(gpu.weight_bytes()) / (1 << 30));
+  }
   fmt::print("- budget: {} ({} cost for the token-budget policies, except seed-greedy: sum); "
              "'over budget' = batches whose {} cost exceeds it\n\n",
              flags.budget, matching.name(), matching.name());
@@ -173,31 +205,40 @@ void PrintReport(const SimulateFlags& flags, const LoadedWorkload& workload, con
   }
 }
 
-void Run(const SimulateFlags& flags) {
+void Run(SimulateFlags flags) {
+  const SimulatedGpu sim_gpu = MakeGpu(flags);
+  if (flags.tokenizer.empty()) flags.tokenizer = DefaultTokenizer(flags, sim_gpu.calibration);
   std::string count_method;
   const workload::TokenCounter count = MakeCounter(flags, count_method);
   const workload::ArrivalKind arrival = OrFail(kCommand, workload::ParseArrivalKind(flags.arrival), "--arrival");
-  const LoadedWorkload workload = LoadRequests(flags, count, arrival);
-  const SimulatedGpu sim_gpu = MakeGpu(flags);
+  const LoadedWorkload loaded = LoadRequests(flags, count, arrival);
+  const AdmittedLoad admitted = SaveAndAdmit(kCommand, flags, loaded, sim_gpu.shape.max_positions);
   const CostModel matching = sim_gpu.gpu->MatchingTokenCostModel();
   const std::vector<sim::PolicySpec> policies = SelectPolicies(flags.budget, matching, flags);
   if (policies.empty()) {
     Fail(kCommand, "--policies matched none of fixed-32, seed-greedy, tei, infinity, ours-bucketed, ours-length-aware");
   }
   std::vector<sim::SimRequest> requests;
-  for (const auto& r : workload.requests) {
+  for (const auto& r : admitted.requests) {
     requests.push_back(
         {.tokens = r.tokens, .is_long = r.length_class == workload::LengthClass::kLong, .arrival_us = r.arrival_us});
   }
   const sim::SimOptions options{.workers = flags.workers,
                                 .clients = arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
+                                // A CPU's workers are threads of one process; a GPU
+                                // preset's workers are GPUs of their own.
+                                .shared_memory = sim_gpu.calibration && sim_gpu.calibration->on_cpu(),
                                 .over_budget_limit = flags.budget,
                                 .over_budget_model = matching};
-  const std::vector<sim::PolicyResult> results = RunPolicies(flags, policies, *sim_gpu.gpu, requests, options);
+  std::vector<sim::PolicyResult> results = RunPolicies(flags, policies, *sim_gpu.gpu, requests, options);
+  for (sim::PolicyResult& r : results) {
+    r.requests += admitted.rejected;
+    r.requests_rejected += admitted.rejected;
+  }
   if (flags.json) {
     fmt::print("{}", sim::ResultsJson(results));
   } else {
-    PrintReport(flags, workload, count_method, sim_gpu, options, matching, results);
+    PrintReport(flags, loaded, admitted, count_method, sim_gpu, options, matching, results);
   }
   SaveBatches(kCommand, flags, results);
   if (!flags.plots.empty()) {
@@ -215,16 +256,23 @@ void AddSimulateCommand(CLI::App& app) {
       "simulate", "Compare batching policies on a simulated GPU (deterministic discrete-event simulation)");
   cmd->add_option("--workload", f->workload, "JSON Lines workload (id, text, tokens, class, arrival_us)");
   AddMixFlags(cmd, *f);
-  cmd->add_option("--save-workload", f->save_workload, "write the workload as JSON Lines");
-  cmd->add_option("--tokenizer", f->tokenizer, "tokenizer.json for exact token counts");
+  cmd->add_option("--tokenizer", f->tokenizer,
+                  "tokenizer.json for exact token counts (default: the calibrated model's, as bench uses, or "
+                  "the --model shape's)");
   cmd->add_option("--arrival", f->arrival, "burst (all at t=0), poisson (--rate) or closed (--clients)");
   cmd->add_option("--rate", f->rate, "poisson: requests per second");
   cmd->add_option("--clients", f->clients, "closed: concurrent clients");
-  cmd->add_option("--device", f->device, "a10g, rtx4090, l4, h100, h200");
-  cmd->add_option("--model", f->model, "model shape: qwen3-0.6b or minilm");
-  cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)");
-  cmd->add_option("--calibration", f->calibration, "`tokenbatch calibrate --json` file replacing the formulas");
-  cmd->add_option("--workers", f->workers, "model instances");
+  CLI::Option* device = cmd->add_option("--device", f->device, "a10g, rtx4090, l4, h100, h200");
+  CLI::Option* model = cmd->add_option("--model", f->model, "model shape: qwen3-0.6b or minilm");
+  CLI::Option* attention = cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)");
+  cmd->add_option("--calibration", f->calibration,
+                  "`tokenbatch calibrate --json` file: simulate the device and model it measured (replaces "
+                  "--device, --model and --attention)")
+      ->excludes(device)
+      ->excludes(model)
+      ->excludes(attention);
+  cmd->add_option("--workers", f->workers,
+                  "model instances (GPUs; with a CPU --calibration, forwards sharing the process's memory)");
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch in the backend's cost unit");
   cmd->add_flag("--short-alone", f->short_alone,
                 "also run the short requests alone (same arrivals) and compare their latency");

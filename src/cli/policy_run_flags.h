@@ -19,18 +19,25 @@
 
 #include "cli/duration_flag.h"
 #include "cli/fail.h"
+#include "tokenbatch/core/scheduler_options.h"
 #include "tokenbatch/sim/batch_former.h"
 #include "tokenbatch/sim/report.h"
+#include "tokenbatch/workload/admission.h"
 #include "tokenbatch/workload/workload.h"
 
 namespace tokenbatch::cli {
 
 struct MixFlags {
   std::string workload;  // JSON Lines; empty: generate --mix
+  std::string save_workload;  // write the workload (before admission) here; empty: no
   std::string mix = "seed";
   std::size_t requests = 5000;  // the seed experiment's count
   double long_fraction = 0.5;
   std::uint32_t seed = 1;
+  // Admission (workload::Admit): longest request in tokens, 0 = the model's
+  // max_positions; what happens to longer ones.
+  std::int64_t max_input_tokens = 0;
+  std::string oversize = "truncate";
 };
 
 struct ReportFlags {
@@ -69,12 +76,58 @@ inline LoadedWorkload LoadWorkload(const Command& command, const MixFlags& flags
           fmt::format("mix {} (seed {})", workload::MixKindName(kind), flags.seed)};
 }
 
-// --mix, --requests, --long-fraction, --seed (the workload generator).
+// The workload after admission: the requests to run (rejected ones removed,
+// truncated ones at the limit) and a phrase for the report's workload line.
+struct AdmittedLoad {
+  std::vector<workload::WorkloadRequest> requests;
+  std::size_t rejected = 0;
+  std::string note;  // e.g. ", 27 truncated to 512 tokens"; empty when nothing changed
+};
+
+// Saves `loaded` to --save-workload if set, then applies the admission of
+// --max-input-tokens (`model_max_positions` when unset; 0: no limit) and
+// --oversize. Fails `command` naming the cause.
+inline AdmittedLoad SaveAndAdmit(const Command& command, const MixFlags& flags, const LoadedWorkload& loaded,
+                                 std::int64_t model_max_positions) {
+  if (!flags.save_workload.empty()) {
+    if (absl::Status s = workload::SaveJsonl(flags.save_workload, loaded.requests); !s.ok()) {
+      Fail(command, s.ToString());
+    }
+  }
+  std::int64_t limit = flags.max_input_tokens > 0 ? flags.max_input_tokens : model_max_positions;
+  if (model_max_positions > 0 && flags.max_input_tokens > model_max_positions) {
+    Fail(command, fmt::format("--max-input-tokens {} is above the model's {} positions", flags.max_input_tokens,
+                              model_max_positions));
+  }
+  AdmittedLoad out;
+  if (limit <= 0) {
+    out.requests = loaded.requests;
+    return out;
+  }
+  const OversizePolicy oversize = OrFail(command, ParseOversizePolicy(flags.oversize), "--oversize");
+  const workload::AdmittedWorkload admitted =
+      OrFail(command, workload::Admit(loaded.requests, {.max_input_tokens = limit, .oversize = oversize}), "admission");
+  out.requests = workload::AdmittedRequests(loaded.requests, admitted);
+  out.rejected = admitted.rejected;
+  if (admitted.truncated > 0) out.note += fmt::format(", {} truncated to {} tokens", admitted.truncated, limit);
+  if (admitted.rejected > 0)
+    out.note += fmt::format(", {} rejected as longer than {} tokens", admitted.rejected, limit);
+  if (out.requests.empty()) Fail(command, "every request of the workload was rejected" + out.note);
+  return out;
+}
+
+// --mix, --requests, --long-fraction, --seed (the workload generator),
+// --save-workload, --max-input-tokens and --oversize (its admission).
 inline void AddMixFlags(CLI::App* cmd, MixFlags& f) {
   cmd->add_option("--mix", f.mix, "generated mix: seed, all_short, all_long, long_tailed");
   cmd->add_option("--requests", f.requests, "requests in the generated mix (the seed has 5,000)");
   cmd->add_option("--long-fraction", f.long_fraction, "seed mix: share of long passages");
   cmd->add_option("--seed", f.seed, "seed of the mix (and of Poisson arrivals)");
+  cmd->add_option("--save-workload", f.save_workload,
+                  "write the workload (texts, token counts, arrivals, before admission) as JSON Lines");
+  cmd->add_option("--max-input-tokens,--max-positions", f.max_input_tokens,
+                  "longest request in tokens (default: the model's max_positions)");
+  cmd->add_option("--oversize", f.oversize, "longer requests: truncate or reject")->capture_default_str();
 }
 
 // --policies, --json, --plots, --no-progress (the comparison's output).

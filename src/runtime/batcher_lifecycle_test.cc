@@ -150,3 +150,53 @@ TEST(BatcherLifecycleTest, CancellingASplitRequestMidwayAnswersOnceAndItsSlotsSt
 
 }  // namespace
 }  // namespace tokenbatch
+
+namespace tokenbatch {
+namespace {
+
+TEST(BatcherLifecycleTest, DeferredStartChoosesTheFirstBatchFromTheWholeBurst) {
+  // Three passages of 20 tokens, then three queries of 2. Submitted to running
+  // workers, the first passage could be dispatched alone before the queries
+  // arrive; with defer_start the length-aware core sees all six at once and
+  // serves the queries first (their virtual deadlines, arrival + 100 µs × tokens,
+  // come first).
+  testing::RecordingBackend backend;
+  BatcherOptions o;
+  o.scheduler.policy = PackingPolicy::kLengthAware;
+  o.scheduler.cost_model = CostModel::Padded();
+  o.scheduler.max_batch_tokens = 64;
+  o.scheduler.max_wait = std::chrono::milliseconds(0);
+  o.scheduler.adaptive_wait = false;
+  o.defer_start = true;
+  auto batcher = std::move(*testing::SumBatcher::Create(o, backend.AsBackend()));
+  std::vector<testing::SumBatcher::Future> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(20), 20)->result));
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(2), 2)->result));
+  EXPECT_TRUE(backend.batches().empty());  // no worker runs before Start
+  batcher->Start();
+  batcher->Start();  // idempotent
+  for (auto& f : futures) ASSERT_TRUE(f.get().ok());
+  batcher->Shutdown(ShutdownMode::kDrain);
+  const std::vector<std::vector<long>> batches = backend.batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0], (std::vector<long>{2, 2, 2}));
+  EXPECT_EQ(batches[1], (std::vector<long>{20, 20, 20}));
+}
+
+TEST(BatcherLifecycleTest, DeferredStartDrainsOnShutdownWithoutStart) {
+  testing::RecordingBackend backend;
+  BatcherOptions o = Options();
+  o.defer_start = true;
+  auto batcher = std::move(*testing::SumBatcher::Create(o, backend.AsBackend()));
+  std::vector<testing::SumBatcher::Future> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(2, i), 2)->result));
+  batcher->Shutdown(ShutdownMode::kDrain);
+  for (int i = 0; i < 3; ++i) {
+    auto r = futures[static_cast<std::size_t>(i)].get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(*r, testing::SumOf(testing::MakeTokens(2, i)));
+  }
+}
+
+}  // namespace
+}  // namespace tokenbatch

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
+#include "tokenbatch/runtime/aimd_budget.h"
 
 namespace tokenbatch::sim {
 namespace {
@@ -28,31 +29,40 @@ class QueueingFormer : public BatchFormer {
   std::deque<Queued> queue_;
 };
 
-// The policy core, unchanged: budget = max_batch_tokens on every call (no AIMD:
-// the simulator counts OOM failures instead of reacting to them).
+// The policy core, unchanged, under the runtime's AIMD budget.
 class CoreFormer final : public BatchFormer {
  public:
-  explicit CoreFormer(std::unique_ptr<Scheduler> scheduler) : scheduler_(std::move(scheduler)) {}
+  explicit CoreFormer(std::unique_ptr<Scheduler> scheduler)
+      : scheduler_(std::move(scheduler)), aimd_(scheduler_->options().max_batch_tokens, AimdOptions{}) {}
   absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) override {
     absl::StatusOr<EnqueueOutcome> r = scheduler_->Enqueue({.id = id, .tokens = tokens, .arrival = arrival});
     return r.status();
   }
   FormerDecision Next(TimePoint now) override {
-    const std::int64_t budget = scheduler_->options().max_batch_tokens;
+    const std::int64_t budget = aimd_.current();
     const BatchLatencyModel model = fit_.model();
     Decision d = scheduler_->Next(now, {.budget = budget, .latency_model = fit_.ready() ? &model : nullptr});
     FormerDecision out;
     out.batch = std::move(d.batch);
-    out.fill = static_cast<double>(d.cost) / static_cast<double>(budget);
+    out.fill = static_cast<double>(d.cost) / static_cast<double>(scheduler_->options().max_batch_tokens);
     out.cost = d.cost;
     out.wake_at = d.wake_at;
     return out;
   }
   std::size_t queued() const override { return scheduler_->queued_requests(); }
-  void OnBatchRun(std::int64_t cost, double latency_us) override { fit_.Add(cost, latency_us); }
+  void OnBatchRun(std::int64_t cost, double latency_us, bool out_of_memory) override {
+    if (out_of_memory) {
+      aimd_.OnOutOfMemory(cost);
+      return;
+    }
+    fit_.Add(cost, latency_us);
+    aimd_.OnSuccess();
+  }
+  std::int64_t current_budget() const override { return aimd_.current(); }
 
  private:
   std::unique_ptr<Scheduler> scheduler_;
+  AimdBudget aimd_;
   // One fit for all simulated workers: they model identical devices.
   OnlineLatencyFit fit_;
 };

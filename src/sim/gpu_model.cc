@@ -22,13 +22,31 @@ constexpr double kEagerScoreBytes = 8;
 }  // namespace
 
 ModelShape ModelShape::Qwen3Embedding0_6B() {
-  return {.name = "Qwen3-Embedding-0.6B", .layers = 28, .hidden = 1024, .heads = 16, .kv_heads = 8,
-          .head_dim = 128, .intermediate = 3072, .vocab = 151669, .mlp_matrices = 3, .dtype_bytes = 2};
+  return {.name = "Qwen3-Embedding-0.6B",
+          .layers = 28,
+          .hidden = 1024,
+          .heads = 16,
+          .kv_heads = 8,
+          .head_dim = 128,
+          .intermediate = 3072,
+          .vocab = 151669,
+          .mlp_matrices = 3,
+          .dtype_bytes = 2,
+          .max_positions = 32768};
 }
 
 ModelShape ModelShape::MiniLML6() {
-  return {.name = "all-MiniLM-L6-v2", .layers = 6, .hidden = 384, .heads = 12, .kv_heads = 12,
-          .head_dim = 32, .intermediate = 1536, .vocab = 30522, .mlp_matrices = 2, .dtype_bytes = 2};
+  return {.name = "all-MiniLM-L6-v2",
+          .layers = 6,
+          .hidden = 384,
+          .heads = 12,
+          .kv_heads = 12,
+          .head_dim = 32,
+          .intermediate = 1536,
+          .vocab = 30522,
+          .mlp_matrices = 2,
+          .dtype_bytes = 2,
+          .max_positions = 512};
 }
 
 std::int64_t ModelShape::ParamsPerLayer() const {
@@ -62,7 +80,7 @@ absl::StatusOr<GpuModel> GpuModel::Create(const ModelShape& m, const DeviceSpec&
       m.vocab < 1 || m.mlp_matrices < 1 || m.dtype_bytes < 1) {
     return InvalidArgumentError(absl::StrCat("model shape '", m.name, "' has a field < 1"));
   }
-  if (!(d.peak_tflops > 0) || !(d.bandwidth_gb_s > 0) || d.memory_bytes < 1) {
+  if ((!calibration && (!(d.peak_tflops > 0) || !(d.bandwidth_gb_s > 0))) || d.memory_bytes < 1) {
     return InvalidArgumentError(absl::StrCat("device '", d.name, "' needs TFLOP/s, bandwidth and memory > 0"));
   }
   if (!(o.compute_efficiency > 0 && o.compute_efficiency <= 1) ||
@@ -95,6 +113,11 @@ std::int64_t GpuModel::weight_bytes() const {
 
 std::int64_t GpuModel::usable_bytes() const { return device_.memory_bytes - options_.reserved_bytes; }
 
+double GpuModel::failed_forward_fraction() const {
+  const std::int64_t layers = calibration_ && calibration_->layers > 0 ? calibration_->layers : model_.layers;
+  return 1.0 / static_cast<double>(std::max<std::int64_t>(1, layers));
+}
+
 std::int64_t GpuModel::activation_budget_bytes() const { return usable_bytes() - weight_bytes(); }
 
 BatchEstimate GpuModel::Estimate(std::span<const std::int64_t> lengths) const {
@@ -108,15 +131,16 @@ BatchEstimate GpuModel::Estimate(std::span<const std::int64_t> lengths) const {
     sum += x;
     sum_sq += x * x;
   }
-  const bool padded = calibration_ || options_.attention == Attention::kEager;
+  const bool padded = calibration_ ? !calibration_->packed() : options_.attention == Attention::kEager;
   const double tokens = padded ? b * lmax : sum;
   const double bl2 = b * lmax * lmax;
   e.computed_tokens = static_cast<std::int64_t>(tokens);
   double activations = 0;
   if (calibration_) {
     const Calibration& c = *calibration_;
-    activations = c.mem_c0 + c.mem_c1 * tokens + c.mem_c2 * bl2;
-    e.latency_us = c.lat_a + c.lat_b * tokens + c.lat_c * bl2;
+    const double pairs = padded ? bl2 : sum_sq;
+    activations = c.mem_c0 + c.mem_c1 * tokens + c.mem_c2 * pairs;
+    e.latency_us = c.lat_a + c.lat_b * tokens + c.lat_c * pairs;
   } else {
     const ModelShape& m = model_;
     const double layers = static_cast<double>(m.layers);
@@ -136,7 +160,8 @@ BatchEstimate GpuModel::Estimate(std::span<const std::int64_t> lengths) const {
 }
 
 CostModel GpuModel::MatchingTokenCostModel() const {
-  return calibration_ || options_.attention == Attention::kEager ? CostModel::Padded() : CostModel::Sum();
+  const bool padded = calibration_ ? !calibration_->packed() : options_.attention == Attention::kEager;
+  return padded ? CostModel::Padded() : CostModel::Sum();
 }
 
 absl::StatusOr<CostModel> GpuModel::MatchingMemoryCostModel() const {
@@ -164,13 +189,41 @@ absl::StatusOr<Calibration> LoadCalibration(const std::string& path) {
                                   {"latency_model_us", "b", &c.lat_b}, {"latency_model_us", "c", &c.lat_c}}) {
     if (absl::Status s = number(object, key, *out); !s.ok()) return s;
   }
-  if (j.contains("model_load_bytes")) {
-    if (!j["model_load_bytes"].is_number_integer()) {
-      return InvalidArgumentError(absl::StrCat(path, ": model_load_bytes must be an integer"));
+  // Optional integers (>= 0) and strings, each checked for its type.
+  auto integer = [&](const nlohmann::json& object, const char* key, std::int64_t& out) -> absl::Status {
+    if (!object.is_object() || !object.contains(key)) return absl::OkStatus();
+    if (!object[key].is_number_integer() || object[key].get<std::int64_t>() < 0) {
+      return InvalidArgumentError(absl::StrCat(path, ": ", key, " must be an integer >= 0"));
     }
-    c.model_load_bytes = std::max<std::int64_t>(0, j["model_load_bytes"].get<std::int64_t>());
+    out = object[key].get<std::int64_t>();
+    return absl::OkStatus();
+  };
+  auto text = [&](const nlohmann::json& object, const char* key, std::string& out) -> absl::Status {
+    if (!object.is_object() || !object.contains(key)) return absl::OkStatus();
+    if (!object[key].is_string()) return InvalidArgumentError(absl::StrCat(path, ": ", key, " must be a string"));
+    out = object[key].get<std::string>();
+    return absl::OkStatus();
+  };
+  std::int64_t threads = 0;
+  const nlohmann::json none;
+  const nlohmann::json& model = j.contains("model") ? j["model"] : none;
+  for (absl::Status s :
+       {integer(j, "model_load_bytes", c.model_load_bytes), integer(j, "threads", threads),
+        integer(j, "memory_limit_bytes", c.memory_limit_bytes), integer(j, "max_input_tokens", c.max_input_tokens),
+        integer(model, "layers", c.layers), text(j, "device", c.device), text(model, "name", c.model_name),
+        text(model, "path", c.model_path), text(model, "execution", c.execution)}) {
+    if (!s.ok()) return s;
   }
+  c.threads = static_cast<int>(std::min<std::int64_t>(threads, 1 << 20));
+  c.path = path;
   return c;
+}
+
+DeviceSpec CalibratedDevice(const Calibration& c, const DeviceSpec& fallback) {
+  DeviceSpec d;
+  d.name = absl::StrCat(c.device.empty() ? "device" : c.device, " as calibrated in ", c.path);
+  d.memory_bytes = c.memory_limit_bytes > 0 ? c.memory_limit_bytes : fallback.memory_bytes;
+  return d;
 }
 
 }  // namespace tokenbatch::sim

@@ -91,6 +91,7 @@ std::string ResultsJson(const std::vector<PolicyResult>& results) {
                      {"requests_lost", r.requests_lost},
                      {"requests_rejected", r.requests_rejected},
                      {"peak_memory_bytes", r.peak_memory_bytes},
+                     {"peak_forward_bytes", r.peak_forward_bytes},
                      {"makespan_s", Round3(r.makespan_s)}});
     if (r.latency_short_alone) array.back()["latency_ms"]["short_alone"] = LatencyJson(*r.latency_short_alone);
   }
@@ -106,6 +107,7 @@ std::string BatchesJsonl(const std::vector<PolicyResult>& results) {
                                    {"max_tokens", b.max_tokens},
                                    {"sum_tokens", b.sum_tokens},
                                    {"cost", b.cost},
+                                   {"start_ms", Round3(static_cast<double>(b.start_ns) / 1e6)},
                                    {"latency_us", Round3(b.latency_us)},
                                    {"oom", b.oom}};
       absl::StrAppend(&out, line.dump(), "\n");

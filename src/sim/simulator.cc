@@ -27,10 +27,48 @@ using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<>
 
 struct Running {
   std::vector<RequestId> ids;
-  bool oom = false;
-  std::int64_t cost = 0;  // in the former's cost model (FormerDecision::cost)
-  double latency_us = 0;  // simulated run time
+  std::vector<bool> lost;             // per id: failed with out-of-memory alone
+  bool oom = false;                   // any call of the batch ran out of memory
+  std::int64_t cost = 0;              // in the former's cost model (FormerDecision::cost)
+  double latency_us = 0;              // simulated run time, retries included
+  std::int64_t activation_bytes = 0;  // held while it runs (SimOptions::shared_memory)
 };
+
+// One dispatched batch run as the runtime's RunIsolated runs it: a call that
+// runs out of memory costs GpuModel::failed_forward_fraction() of its forward,
+// then each half is retried on its own; a single request that still does not
+// fit is lost.
+struct IsolatedRun {
+  double latency_us = 0;
+  std::size_t oom_calls = 0;
+  std::int64_t peak_bytes = 0;        // largest peak any call asked for, others' included
+  std::int64_t activation_bytes = 0;  // its own largest activations of a call that fit
+  std::int64_t held_bytes = 0;        // largest activations held by a call that fit, others' included
+  std::vector<bool> lost;
+};
+// `others_bytes`: the activations of the batches running beside it when the
+// workers share one memory (SimOptions::shared_memory), else 0.
+void RunIsolatedModel(const GpuModel& gpu, std::span<const std::int64_t> lengths, std::size_t offset,
+                      std::int64_t others_bytes, IsolatedRun& run) {
+  const BatchEstimate e = gpu.Estimate(lengths);
+  const std::int64_t peak = e.peak_bytes + others_bytes;
+  run.peak_bytes = std::max(run.peak_bytes, peak);
+  if (peak <= gpu.usable_bytes()) {
+    run.activation_bytes = std::max(run.activation_bytes, e.peak_bytes - gpu.weight_bytes());
+    run.held_bytes = std::max(run.held_bytes, peak - gpu.weight_bytes());
+    run.latency_us += e.latency_us;
+    return;
+  }
+  ++run.oom_calls;
+  run.latency_us += e.latency_us * gpu.failed_forward_fraction();
+  if (lengths.size() == 1) {
+    run.lost[offset] = true;
+    return;
+  }
+  const std::size_t half = lengths.size() / 2;
+  RunIsolatedModel(gpu, lengths.first(half), offset, others_bytes, run);
+  RunIsolatedModel(gpu, lengths.subspan(half), offset + half, others_bytes, run);
+}
 
 LatencySummary Summarise(std::vector<double>& ms) {
   std::sort(ms.begin(), ms.end());
@@ -83,6 +121,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
   std::vector<std::int64_t> arrival_ns(n, 0);
   std::vector<Running> running;
   std::size_t free_workers = options.workers, finished = 0;
+  std::int64_t in_flight_bytes = 0;  // activations of the running batches (shared memory only)
   std::int64_t wake = kNever;  // the former's wake-up; kNever: none
   std::int64_t now = 0, first_arrival = kNever, last_finish = 0;
   double sum_real = 0, sum_padded = 0, sum_fill = 0, sum_size = 0, completed_tokens = 0;
@@ -107,11 +146,13 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
     while (!completions.empty() && std::get<0>(completions.top()) <= now) {
       Running done = std::move(running[std::get<2>(completions.top())]);
       completions.pop();
+      in_flight_bytes -= done.activation_bytes;
       ++free_workers;
       // Learned when the batch ends, as a runtime worker learns it.
-      if (!done.oom) former.OnBatchRun(done.cost, done.latency_us);
-      for (RequestId id : done.ids) {
-        if (done.oom) {
+      former.OnBatchRun(done.cost, done.latency_us, done.oom);
+      for (std::size_t k = 0; k < done.ids.size(); ++k) {
+        const RequestId id = done.ids[k];
+        if (done.lost[k]) {
           ++r.requests_lost;
           continue;
         }
@@ -147,20 +188,30 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
         lengths.push_back(requests[id].tokens);
         shape = shape.With(requests[id].tokens);
       }
-      const BatchEstimate e = gpu.Estimate(lengths);
-      BatchRecord b{.start_ns = now, .size = shape.size, .max_tokens = shape.max_tokens,
-                    .sum_tokens = shape.sum_tokens, .cost = options.over_budget_model.Cost(shape),
-                    .latency_us = e.latency_us, .peak_bytes = e.peak_bytes, .oom = e.oom};
+      IsolatedRun run{.lost = std::vector<bool>(lengths.size(), false)};
+      RunIsolatedModel(gpu, lengths, 0, options.shared_memory ? in_flight_bytes : 0, run);
+      const bool oom = run.oom_calls > 0;
+      BatchRecord b{.start_ns = now,
+                    .size = shape.size,
+                    .max_tokens = shape.max_tokens,
+                    .sum_tokens = shape.sum_tokens,
+                    .cost = options.over_budget_model.Cost(shape),
+                    .latency_us = run.latency_us,
+                    .peak_bytes = run.peak_bytes,
+                    .oom = oom};
       r.batches_over_budget += b.cost > options.over_budget_limit ? 1 : 0;
-      r.oom_events += e.oom ? 1 : 0;
-      r.peak_memory_bytes = std::max(r.peak_memory_bytes, e.peak_bytes);
+      r.oom_events += run.oom_calls;
+      r.peak_memory_bytes = std::max(r.peak_memory_bytes, run.peak_bytes);
+      r.peak_forward_bytes = std::max(r.peak_forward_bytes, run.held_bytes);
+      const std::int64_t held = options.shared_memory ? run.activation_bytes : 0;
+      in_flight_bytes += held;
       sum_real += static_cast<double>(shape.sum_tokens);
       sum_padded += static_cast<double>(shape.padded_tokens());
       sum_fill += d.fill;
       sum_size += static_cast<double>(shape.size);
       r.batch_records.push_back(b);
-      const std::int64_t latency_ns = std::max<std::int64_t>(1, std::llround(e.latency_us * 1000.0));
-      running.push_back({std::move(d.batch), e.oom, d.cost, e.latency_us});
+      const std::int64_t latency_ns = std::max<std::int64_t>(1, std::llround(run.latency_us * 1000.0));
+      running.push_back({std::move(d.batch), std::move(run.lost), oom, d.cost, run.latency_us, held});
       completions.emplace(now + latency_ns, seq++, running.size() - 1);
       --free_workers;
     }

@@ -126,17 +126,24 @@ TEST(Simulate, SameInputsGiveByteIdenticalOutput) {
   EXPECT_NE(Find(a, "fixed-32")->batches, Find(a, "ours-length-aware")->batches);
 }
 
-TEST(Simulate, BatchOverCapacityFailsAndLosesItsRequests) {
+TEST(Simulate, BatchOverCapacityIsBisectedAsTheRuntimeDoes) {
   // 32 passages of 3,000 tokens: fixed-32 runs them as one batch whose eager
-  // scores alone need 32·16·3000²·8 B = 36.9 GB on a 24 GB card.
+  // scores alone need 32·16·3000²·8 B = 36.9 GB on a 24 GB card. The failed call
+  // costs its first layer (1/28 of the forward); each half of 16 (18.4 GB of
+  // scores) fits and runs.
   const std::vector<SimRequest> requests(32, SimRequest{.tokens = 3000, .is_long = true});
   const GpuModel gpu = Qwen3OnA10G();
   auto fixed = Simulate(Policy("fixed-32"), gpu, requests, {});
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->oom_events, 1u);
-  EXPECT_EQ(fixed->requests_lost, 32u);
-  EXPECT_EQ(fixed->completed, 0u);
+  EXPECT_EQ(fixed->requests_lost, 0u);
+  EXPECT_EQ(fixed->completed, 32u);
   EXPECT_GT(fixed->peak_memory_bytes, 24'000'000'000);
+  ASSERT_EQ(fixed->batch_records.size(), 1u);
+  EXPECT_TRUE(fixed->batch_records[0].oom);
+  const std::vector<std::int64_t> all(32, 3000), half(16, 3000);
+  const double expected_us = gpu.Estimate(all).latency_us / 28 + 2 * gpu.Estimate(half).latency_us;
+  EXPECT_NEAR(fixed->batch_records[0].latency_us, expected_us, 1e-6 * expected_us);
   // Ours under the padded budget of 4,096 runs them one by one.
   auto ours = Simulate(Policy("ours-length-aware"), gpu, requests, {});
   ASSERT_TRUE(ours.ok());
@@ -144,6 +151,70 @@ TEST(Simulate, BatchOverCapacityFailsAndLosesItsRequests) {
   EXPECT_EQ(ours->requests_lost, 0u);
   EXPECT_EQ(ours->completed, 32u);
   EXPECT_EQ(ours->batches, 32u);
+}
+
+TEST(Simulate, OnlyARequestThatDoesNotFitAloneIsLost) {
+  // 14,000 tokens alone need 16·14000²·8 B = 25 GB of scores: lost; the
+  // 10-token request of its batch is answered after the bisection.
+  const std::vector<SimRequest> requests{{.tokens = 14000, .is_long = true}, {.tokens = 10}};
+  auto fixed = Simulate(Policy("fixed-32"), Qwen3OnA10G(), requests, {});
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_EQ(fixed->oom_events, 2u);  // the pair, then the long request alone
+  EXPECT_EQ(fixed->requests_lost, 1u);
+  EXPECT_EQ(fixed->completed, 1u);
+  EXPECT_EQ(fixed->latency_short.count, 1u);
+  EXPECT_EQ(fixed->latency_long.count, 0u);
+}
+
+TEST(Simulate, AnOutOfMemoryCutsACorePolicysBudget) {
+  // A padded budget of 200,000 tokens admits 64 passages of 2,000 tokens, whose
+  // scores alone need 64·16·2000²·8 B = 32.8 GB on a 24 GB card. The OOM halves
+  // the budget from that batch's cost (AimdBudget: 128,000 -> 64,000), so the
+  // next batch holds 32; each success then adds 200,000/32 back, and the budget
+  // probes upwards until the next OOM.
+  PolicySpec tei = Policy("tei");
+  tei.core.max_batch_tokens = 200000;
+  const std::vector<SimRequest> requests(256, SimRequest{.tokens = 2000, .is_long = true});
+  auto r = Simulate(tei, Qwen3OnA10G(), requests, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->requests_lost, 0u);
+  EXPECT_EQ(r->completed, 256u);
+  ASSERT_GE(r->batch_records.size(), 3u);
+  EXPECT_TRUE(r->batch_records[0].oom);
+  EXPECT_EQ(r->batch_records[0].size, 64);  // max_batch_size
+  EXPECT_FALSE(r->batch_records[1].oom);
+  EXPECT_EQ(r->batch_records[1].size, 32);
+  EXPECT_EQ(r->batch_records[2].size, 35);  // 64,000 + 6,250 padded tokens
+  std::size_t oom_batches = 0;
+  for (const BatchRecord& b : r->batch_records) oom_batches += b.oom ? 1 : 0;
+  EXPECT_LT(2 * oom_batches, r->batch_records.size());
+}
+
+TEST(Simulate, WorkersSharingOneMemoryAddTheirActivations) {
+  // Two batches of 16 × 3,000 tokens run at once on two workers. Each fits the
+  // card alone; on one shared memory the second one does not fit beside the
+  // first and is bisected, its halves running beside the first batch.
+  PolicySpec fixed = Policy("fixed-32");
+  fixed.batch_size = 16;
+  const std::vector<SimRequest> requests(32, SimRequest{.tokens = 3000, .is_long = true});
+  const GpuModel gpu = Qwen3OnA10G();
+  const std::vector<std::int64_t> sixteen(16, 3000);
+  const std::int64_t one = gpu.Estimate(sixteen).peak_bytes - gpu.weight_bytes();
+  auto separate = Simulate(fixed, gpu, requests, {.workers = 2});
+  ASSERT_TRUE(separate.ok());
+  EXPECT_EQ(separate->oom_events, 0u);
+  EXPECT_EQ(separate->peak_forward_bytes, one);
+  auto shared = Simulate(fixed, gpu, requests, {.workers = 2, .shared_memory = true});
+  ASSERT_TRUE(shared.ok());
+  EXPECT_EQ(shared->completed, 32u);
+  ASSERT_EQ(shared->batch_records.size(), 2u);
+  EXPECT_FALSE(shared->batch_records[0].oom);
+  EXPECT_TRUE(shared->batch_records[1].oom);
+  // Its pieces ran beside the first batch: more memory than either batch alone,
+  // never more than the card.
+  EXPECT_GT(shared->peak_forward_bytes, one);
+  EXPECT_LE(shared->peak_forward_bytes + gpu.weight_bytes(), gpu.usable_bytes());
+  EXPECT_GT(shared->makespan_s, separate->makespan_s);
 }
 
 TEST(Simulate, SeedMixRanking) {
@@ -174,10 +245,13 @@ TEST(Simulate, LongTailedMixFixedCountOomsWhereOursDoesNot) {
   const PolicyResult* fixed = Find(results, "fixed-32");
   ASSERT_TRUE(ours && fixed);
   EXPECT_GT(fixed->oom_events, 0u);
-  std::size_t in_oom_batches = 0;
-  for (const BatchRecord& b : fixed->batch_records) in_oom_batches += b.oom ? static_cast<std::size_t>(b.size) : 0;
-  EXPECT_EQ(fixed->requests_lost, in_oom_batches);
-  EXPECT_GE(fixed->requests_lost, 16 * fixed->oom_events);
+  // Bisection answers every request that fits alone, at the cost of the failed
+  // calls and the smaller batches they leave.
+  std::size_t oom_batches = 0;
+  for (const BatchRecord& b : fixed->batch_records) oom_batches += b.oom ? 1 : 0;
+  EXPECT_GT(oom_batches, 0u);
+  EXPECT_GE(fixed->oom_events, oom_batches);
+  EXPECT_EQ(fixed->completed + fixed->requests_lost + fixed->requests_rejected, 2000u);
   EXPECT_EQ(ours->oom_events, 0u);
   EXPECT_EQ(ours->requests_lost, 0u);
   EXPECT_EQ(ours->completed + ours->requests_rejected, 2000u);

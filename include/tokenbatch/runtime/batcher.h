@@ -51,6 +51,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <utility>
@@ -98,7 +99,7 @@ class Batcher final : private EngineClient {
     Future result;   // becomes ready exactly once
   };
 
-  // Starts options.num_workers worker threads.
+  // Starts options.num_workers worker threads (unless options.defer_start).
   // Errors: InvalidArgument for invalid options, a missing backend, or a
   // truncate/split oversize policy without the hooks it needs.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Batcher>> Create(const BatcherOptions& options,
@@ -140,10 +141,19 @@ class Batcher final : private EngineClient {
     return live;
   }
 
+  // Starts the workers of a Batcher created with BatcherOptions::defer_start;
+  // does nothing if they run already. Thread-safe, never blocks.
+  void Start() {
+    std::call_once(started_, [this] { engine_->Start(); });
+  }
+
   // Stops accepting (Submit fails with ShuttingDown), then drains or fails what is
-  // queued per `mode`, and joins the workers. Blocks until in-flight batches are
-  // done. Idempotent; must not be called from a callback.
+  // queued per `mode`, and joins the workers (starting them first if
+  // defer_start left them stopped, so that kDrain runs what is queued). Blocks
+  // until in-flight batches are done. Idempotent; must not be called from a
+  // callback.
   void Shutdown(ShutdownMode mode) {
+    Start();
     Context context(*this);
     engine_->Shutdown(mode, context);
   }
@@ -338,6 +348,7 @@ class Batcher final : private EngineClient {
   const std::int64_t max_input_tokens_;  // longer inputs need a plan (BatchEngine::PlanWindows)
   SlotArray<Payload> payloads_;          // before engine_: the engine is destroyed first
   std::unique_ptr<BatchEngine> engine_;
+  std::once_flag started_;
 };
 
 template <typename In, typename Out>
@@ -357,7 +368,7 @@ absl::StatusOr<std::unique_ptr<Batcher<In, Out>>> Batcher<In, Out>::Create(const
   absl::StatusOr<std::unique_ptr<BatchEngine>> engine = BatchEngine::Create(options, *batcher);
   if (!engine.ok()) return engine.status();
   batcher->engine_ = std::move(*engine);
-  batcher->engine_->Start();
+  if (!options.defer_start) batcher->Start();
   return batcher;
 }
 

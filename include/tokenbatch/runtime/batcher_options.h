@@ -20,6 +20,12 @@ struct BatcherOptions {
   SchedulerOptions scheduler;
   // Worker threads, one per model instance; each runs one batch at a time. >= 1.
   int num_workers = 1;
+  // false: Create starts the workers. true: no batch is formed until
+  // Batcher::Start, so every request submitted before it is in the queue when
+  // the first batch is chosen: a burst that arrives at one instant, as the
+  // simulator and `tokenbatch bench` model it. Otherwise the first worker to
+  // wake forms a batch from the requests submitted so far.
+  bool defer_start = false;
   AimdOptions aimd;
   // What the destructor does if Shutdown was not called.
   ShutdownMode shutdown_on_destroy = ShutdownMode::kDrain;

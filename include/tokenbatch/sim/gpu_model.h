@@ -41,7 +41,11 @@
 //   launch overhead (50 µs per layer: ~10 kernels × ~5 µs) dominates tiny batches.
 // Calibration (from `tokenbatch calibrate --json`): memory_model {c0, c1, c2} and
 //   latency_model_us {a, b, c} replace the formulas: peak = model_load_bytes +
-//   c0 + c1·B·Lmax + c2·B·Lmax², t = a + b·B·Lmax + c·B·Lmax² (padded shapes).
+//   c0 + c1·T + c2·A, t = a + b·T + c·A, with T = B·Lmax and A = B·Lmax² for a
+//   padded backend, T = Σ L_i and A = Σ L_i² for a packed one (the calibration's
+//   model.execution). calibrate measures uniform shapes, on which the two agree;
+//   a packed forward computes only the real tokens and attends within each
+//   sequence.
 //
 // GpuModel is an immutable value: thread-safe, nothing blocks (except
 // FromCalibrationFile, which reads a file).
@@ -71,12 +75,14 @@ struct ModelShape {
   std::int64_t vocab = 0;         // embedding table rows
   std::int64_t mlp_matrices = 2;  // 2: up + down (GELU, BERT); 3: gate + up + down (SwiGLU)
   std::int64_t dtype_bytes = 2;   // fp16 / bf16
+  std::int64_t max_positions = 0;  // longest input in tokens (0: unknown)
 
   // Qwen3-Embedding-0.6B (its config.json): 28 layers, hidden 1024, 16 heads of
-  // 128, 8 K/V heads, intermediate 3072 (SwiGLU), vocab 151,669.
+  // 128, 8 K/V heads, intermediate 3072 (SwiGLU), vocab 151,669, 32,768
+  // positions.
   [[nodiscard]] static ModelShape Qwen3Embedding0_6B();
   // all-MiniLM-L6-v2 (BERT): 6 layers, hidden 384, 12 heads, intermediate 1536,
-  // vocab 30,522.
+  // vocab 30,522, 512 positions.
   [[nodiscard]] static ModelShape MiniLML6();
 
   // P of the overview, parameters of one layer.
@@ -122,17 +128,33 @@ struct BatchEstimate {
   bool oom = false;                  // peak_bytes > capacity − reserved
 };
 
-// Calibration replacing the formulas (see the overview).
+// Calibration replacing the formulas (see the overview), with what the file says
+// about the device and model it measured.
 struct Calibration {
   double mem_c0 = 0, mem_c1 = 0, mem_c2 = 0;  // bytes, bytes/token, bytes/token²
   double lat_a = 0, lat_b = 0, lat_c = 0;     // µs, µs/token, µs/token²
   std::int64_t model_load_bytes = 0;          // weights resident before the forward
+  std::string path;                           // the file it was read from
+  std::string device;                         // "cpu", "cuda:0", ... ("" if the file has none)
+  int threads = 0;                            // libtorch intra-op threads of the forward (0: unknown)
+  std::int64_t memory_limit_bytes = 0;        // memory the process may use (0: unknown)
+  std::int64_t max_input_tokens = 0;          // longest input calibrated (0: unknown)
+  std::string model_name;                     // model.name ("" if absent)
+  std::string model_path;                     // model.path ("" if absent)
+  std::int64_t layers = 0;                    // model.layers (0: unknown)
+  // model.execution: "packed" (a --model-id directory run without padding:
+  // cost follows Σ L and Σ L²), else padded shapes (B·Lmax, B·Lmax²).
+  std::string execution;
+
+  [[nodiscard]] bool on_cpu() const { return device == "cpu"; }
+  [[nodiscard]] bool packed() const { return execution == "packed"; }
 };
 
 class GpuModel {
  public:
-  // Errors: InvalidArgument for a shape or device with a non-positive field, or
-  // efficiencies outside (0, 1].
+  // Errors: InvalidArgument for a shape with a field < 1, a device with a
+  // non-positive field (only its memory is checked when calibrated: the
+  // calibration replaces the datasheet), or efficiencies outside (0, 1].
   [[nodiscard]] static absl::StatusOr<GpuModel> Create(const ModelShape& model, const DeviceSpec& device,
                                                        const GpuModelOptions& options,
                                                        std::optional<Calibration> calibration = std::nullopt);
@@ -144,8 +166,13 @@ class GpuModel {
   [[nodiscard]] std::int64_t activation_budget_bytes() const;
   [[nodiscard]] std::int64_t weight_bytes() const;
   [[nodiscard]] std::int64_t usable_bytes() const;  // capacity − reserved
+  // The share of a forward's latency a call that runs out of memory costs
+  // before it fails: 1 / layers (the calibration's layers if it names them).
+  // Why: every layer reaches the same activation peak, so the first one fails.
+  [[nodiscard]] double failed_forward_fraction() const;
   // The core cost model that matches this backend's token accounting: padded
-  // (B·Lmax) for eager attention or a calibration, sum for flash.
+  // (B·Lmax) for eager attention or a padded calibration, sum for flash or a
+  // packed calibration.
   [[nodiscard]] CostModel MatchingTokenCostModel() const;
   // The core `memory` cost model (c0 = 0, c1 = a, c2 = heads·8 + b; or the
   // calibration's) whose budget is activation_budget_bytes(). Only meaningful for
@@ -168,9 +195,16 @@ class GpuModel {
   std::optional<Calibration> calibration_;
 };
 
-// Reads memory_model {c0, c1, c2}, latency_model_us {a, b, c} and
-// model_load_bytes from a `tokenbatch calibrate --json` file. Errors: NotFound,
-// InvalidArgument naming the missing or malformed field.
+// Reads memory_model {c0, c1, c2}, latency_model_us {a, b, c} and, where present,
+// model_load_bytes, device, threads, memory_limit_bytes, max_input_tokens and
+// model {name, path, layers, execution} from a `tokenbatch calibrate --json` file. Errors:
+// NotFound, InvalidArgument naming the missing or malformed field.
 [[nodiscard]] absl::StatusOr<Calibration> LoadCalibration(const std::string& path);
+
+// The device a calibration measured, as the simulator models it: named
+// "<device> as calibrated in <file>", its memory the calibration's limit (the
+// datasheet fields stay 0: the calibration replaces them). A calibration without
+// a memory limit keeps `fallback`'s memory. Nothing fails.
+[[nodiscard]] DeviceSpec CalibratedDevice(const Calibration& calibration, const DeviceSpec& fallback);
 
 }  // namespace tokenbatch::sim

@@ -33,8 +33,8 @@ namespace tokenbatch::sim {
 
 // Every batch of every policy as JSON Lines, one object per batch in the order
 // run: policy, size (B), max_tokens (Lmax), sum_tokens, cost (the batch's cost
-// as its producer recorded it: bench records B × Lmax, simulate the reference
-// cost model's), latency_us (measured by bench, predicted by simulate), oom. For
+// under the cost model the comparison's budget is in), start_ms (from the first
+// arrival), latency_us (measured by bench, predicted by simulate), oom. For
 // replaying the same batch shapes on another runtime (bench/peers/onnx_compute.py).
 [[nodiscard]] std::string BatchesJsonl(const std::vector<PolicyResult>& results);
 

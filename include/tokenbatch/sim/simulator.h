@@ -6,10 +6,14 @@
 // nanoseconds. `workers` model instances each run one batch at a time. Whenever a
 // worker is free, the former (the policy core for our policies) is asked for the
 // next batch; the GpuModel gives the batch's latency and peak memory. A batch
-// whose peak exceeds the device's usable memory fails, as a CUDA OOM would: its
-// requests are lost (counted, never retried: the simulated runtime does not
-// bisect). A request a former refuses at enqueue (e.g. Oversize) is counted as
-// rejected. No wall clock, no unseeded randomness, no unordered iteration: the
+// whose peak exceeds the device's usable memory runs out of memory, as a CUDA
+// OOM would, and is handled as the runtime handles it (RunIsolated, AimdBudget):
+// the failed call costs GpuModel::failed_forward_fraction() of its forward, its
+// halves are retried recursively, a single request that still does not fit is
+// lost, and a core policy's budget is cut once for the batch (AIMD; the cut
+// takes effect when the batch ends, where the runtime applies it at the first
+// failed call). A request a former refuses at enqueue (e.g. Oversize) is counted
+// as rejected. No wall clock, no unseeded randomness, no unordered iteration: the
 // same inputs give the same result, bit for bit.
 //
 // Arrivals: open loop uses each request's arrival_us; closed loop (clients > 0)
@@ -43,6 +47,13 @@ struct SimRequest {
 struct SimOptions {
   std::size_t workers = 1;  // model instances (GPUs), >= 1
   std::size_t clients = 0;  // 0: open loop (arrival_us); else closed loop with this many clients
+  // The workers share one memory (several forwards in one CPU process, or on
+  // one GPU): a batch's peak is its own plus the activations of the batches
+  // running beside it, and a batch runs out of memory when that sum passes the
+  // usable memory. A batch holds its largest activations for its whole run
+  // (an upper bound of what it holds at any instant). false: each worker is its
+  // own device.
+  bool shared_memory = false;
   // Reference budget for `batches_over_budget`: a batch is over it when its cost
   // under `over_budget_model` (the backend's matching model) exceeds this.
   std::int64_t over_budget_limit = 4096;
@@ -54,9 +65,9 @@ struct BatchRecord {
   std::int64_t start_ns = 0;
   std::int64_t size = 0, max_tokens = 0, sum_tokens = 0;
   std::int64_t cost = 0;      // under over_budget_model
-  double latency_us = 0;
-  std::int64_t peak_bytes = 0;
-  bool oom = false;
+  double latency_us = 0;      // retries included
+  std::int64_t peak_bytes = 0;  // largest peak any call of the batch asked for
+  bool oom = false;             // any call ran out of memory
 };
 
 // Percentiles (nearest rank) of one class's latencies, ms; 0 when the class is empty.
@@ -80,8 +91,15 @@ struct PolicyResult {
   double padding_efficiency = 0;  // Σ real tokens / Σ B·Lmax over dispatched batches
   double mean_batch_size = 0;
   double mean_fill = 0;           // mean of the former's fill
+  // oom_events: backend calls that ran out of memory (a bisected batch counts
+  // each failed call).
   std::size_t batches = 0, batches_over_budget = 0, oom_events = 0;
-  std::int64_t peak_memory_bytes = 0;  // largest batch peak (weights included)
+  // Largest peak a batch asked for (weights included), also when it did not fit.
+  std::int64_t peak_memory_bytes = 0;
+  // Largest activation memory really held above the loaded model (forwards that
+  // fit; with shared memory, the batches running beside them included). bench:
+  // the process's RSS high-water mark above its level before the run.
+  std::int64_t peak_forward_bytes = 0;
   std::vector<double> short_latencies_ms, long_latencies_ms;  // sorted ascending
   std::vector<BatchRecord> batch_records;                      // in dispatch order
 };
