@@ -7,7 +7,7 @@ worker count simulate the workload on the calibrated device (saving it with
 backend, every policy. Prints predicted against measured per policy:
 throughput, short and long p50 and p99, mean batch size, peak forward memory,
 and whether each is within the target (throughput and p50 within 15%, p99
-within 25%, issue #21). Standard library only; the figures belong in
+within 25%, issue #21); exits 1 if any check misses. Standard library only; the figures belong in
 docs/benchmarks.md ("Simulator fidelity") with this command.
 
 Pointed at a GPU calibration (--calibration FILE --device cuda:0), the same
@@ -95,8 +95,10 @@ def main():
     print("| mix | workers | policy | " + " | ".join(keys) + " |")
     print("|---|---:|---|" + "---:|" * len(keys))
     print("\n".join(rows))
-    print(f"\n{checks - misses} of {checks} checks within the target; calibration {cal}")
+    print(f"\n{checks - misses} of {checks} checks within the target.")
+    print(f"calibration: {cal}", file=sys.stderr)
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

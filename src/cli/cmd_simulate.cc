@@ -70,9 +70,13 @@ std::string DefaultTokenizer(const SimulateFlags& flags, const std::optional<sim
   return flags.model == "minilm" ? TOKENBATCH_BERT_TOKENIZER : TOKENBATCH_DEFAULT_TOKENIZER;
 }
 
-workload::TokenCounter MakeCounter(const SimulateFlags& flags, std::string& method) {
+// Counts with flags.tokenizer. A tokenizer the user named must load; the default
+// one may be missing from a stripped install, and the counts are then estimated
+// (and the report says so).
+workload::TokenCounter MakeCounter(const SimulateFlags& flags, bool tokenizer_given, std::string& method) {
 #ifdef TOKENBATCH_HAVE_TOKENIZER
   auto loaded = tokenizer::Tokenizer::FromFile(flags.tokenizer);
+  if (!loaded.ok() && tokenizer_given) Fail(kCommand, "--tokenizer: " + loaded.status().ToString());
   if (loaded.ok()) {
     method = "exact, " + flags.tokenizer;
     std::shared_ptr<tokenizer::Tokenizer> tok(std::move(*loaded));
@@ -85,6 +89,7 @@ workload::TokenCounter MakeCounter(const SimulateFlags& flags, std::string& meth
   fmt::print(stderr, "simulate: {}; estimating token counts instead\n", loaded.status().ToString());
 #else
   (void)flags;
+  if (tokenizer_given) Fail(kCommand, "--tokenizer: this build has no tokenizer");
 #endif
   method = "ESTIMATED (no tokenizer): 1 per CJK character, 1 per 4 other bytes";
   return {};
@@ -129,7 +134,9 @@ SimulatedGpu MakeGpu(const SimulateFlags& flags) {
     out.device = sim::CalibratedDevice(c, out.device);
     if (!c.model_name.empty()) out.shape.name = c.model_name;
     if (c.layers > 0) out.shape.layers = c.layers;
-    out.shape.max_positions = c.max_input_tokens;
+    // bench truncates at the model's positions; an older file names only the
+    // longest input it calibrated.
+    out.shape.max_positions = c.max_positions > 0 ? c.max_positions : c.max_input_tokens;
     // The calibration's limit is what the whole process may use: nothing more
     // is set aside.
     if (c.memory_limit_bytes > 0) options.reserved_bytes = 0;
@@ -207,9 +214,10 @@ void PrintReport(const SimulateFlags& flags, const LoadedWorkload& loaded, const
 
 void Run(SimulateFlags flags) {
   const SimulatedGpu sim_gpu = MakeGpu(flags);
-  if (flags.tokenizer.empty()) flags.tokenizer = DefaultTokenizer(flags, sim_gpu.calibration);
+  const bool tokenizer_given = !flags.tokenizer.empty();
+  if (!tokenizer_given) flags.tokenizer = DefaultTokenizer(flags, sim_gpu.calibration);
   std::string count_method;
-  const workload::TokenCounter count = MakeCounter(flags, count_method);
+  const workload::TokenCounter count = MakeCounter(flags, tokenizer_given, count_method);
   const workload::ArrivalKind arrival = OrFail(kCommand, workload::ParseArrivalKind(flags.arrival), "--arrival");
   const LoadedWorkload loaded = LoadRequests(flags, count, arrival);
   const AdmittedLoad admitted = SaveAndAdmit(kCommand, flags, loaded, sim_gpu.shape.max_positions);

@@ -1,10 +1,30 @@
 #include "cli/model_loader.h"
 
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/hf/hf_encoder.h"
 
 namespace tokenbatch::cli {
+
+absl::StatusOr<std::int64_t> SidecarMaxPositions(const std::string& model_file) {
+  const std::filesystem::path sidecar = std::filesystem::path(model_file).replace_extension(".json");
+  std::ifstream in(sidecar);
+  if (!in) return 0;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError(absl::StrCat(sidecar.string(), ": not a JSON object"));
+  }
+  if (!j.contains("max_positions")) return 0;
+  if (!j["max_positions"].is_number_integer() || j["max_positions"].get<std::int64_t>() < 1) {
+    return InvalidArgumentError(absl::StrCat(sidecar.string(), ": max_positions must be an integer >= 1"));
+  }
+  return j["max_positions"].get<std::int64_t>();
+}
 
 absl::StatusOr<LoadedModel> LoadModel(const ModelFlags& flags, std::int64_t vocab_size, std::int64_t max_positions,
                                       const std::string& fallback_pooling) {

@@ -33,6 +33,12 @@ struct LoadedModel {
   std::string pooling;             // "cls" | "mean" | "last"
 };
 
+// The positions a TorchScript file's sidecar (`<file minus .pt>.json`, written
+// by scripts/gen_models.py) gives as "max_positions"; 0 when there is no
+// sidecar. Errors: InvalidArgument naming the sidecar when it is not a JSON
+// object or its max_positions is not an integer >= 1. Blocks on the read.
+[[nodiscard]] absl::StatusOr<std::int64_t> SidecarMaxPositions(const std::string& model_file);
+
 // Loads what `flags` name. For a TorchScript file, `vocab_size` and
 // `max_positions` are what the caller knows of it (its sidecar) and
 // `fallback_pooling` applies when flags.pooling is empty. Blocks for the load.

@@ -84,29 +84,30 @@ struct AdmittedLoad {
   std::string note;  // e.g. ", 27 truncated to 512 tokens"; empty when nothing changed
 };
 
-// Saves `loaded` to --save-workload if set, then applies the admission of
-// --max-input-tokens (`model_max_positions` when unset; 0: no limit) and
-// --oversize. Fails `command` naming the cause.
+// Applies the admission of --max-input-tokens (`model_max_positions` when
+// unset; 0 = unknown) and --oversize, and saves `loaded` (before admission) to
+// --save-workload if set. Fails `command` naming the cause: a bad flag, a limit
+// above the model's positions, no limit known, every request rejected.
 inline AdmittedLoad SaveAndAdmit(const Command& command, const MixFlags& flags, const LoadedWorkload& loaded,
                                  std::int64_t model_max_positions) {
+  if (flags.max_input_tokens < 0) {
+    Fail(command, fmt::format("--max-input-tokens must be >= 1, got {}", flags.max_input_tokens));
+  }
+  if (model_max_positions > 0 && flags.max_input_tokens > model_max_positions) {
+    Fail(command, fmt::format("--max-input-tokens {} is above the model's {} positions", flags.max_input_tokens,
+                              model_max_positions));
+  }
+  const std::int64_t limit = flags.max_input_tokens > 0 ? flags.max_input_tokens : model_max_positions;
+  if (limit <= 0) Fail(command, "the model's positions are unknown: pass --max-input-tokens");
+  const OversizePolicy oversize = OrFail(command, ParseOversizePolicy(flags.oversize), "--oversize");
+  const workload::AdmittedWorkload admitted =
+      OrFail(command, workload::Admit(loaded.requests, {.max_input_tokens = limit, .oversize = oversize}), "admission");
   if (!flags.save_workload.empty()) {
     if (absl::Status s = workload::SaveJsonl(flags.save_workload, loaded.requests); !s.ok()) {
       Fail(command, s.ToString());
     }
   }
-  std::int64_t limit = flags.max_input_tokens > 0 ? flags.max_input_tokens : model_max_positions;
-  if (model_max_positions > 0 && flags.max_input_tokens > model_max_positions) {
-    Fail(command, fmt::format("--max-input-tokens {} is above the model's {} positions", flags.max_input_tokens,
-                              model_max_positions));
-  }
   AdmittedLoad out;
-  if (limit <= 0) {
-    out.requests = loaded.requests;
-    return out;
-  }
-  const OversizePolicy oversize = OrFail(command, ParseOversizePolicy(flags.oversize), "--oversize");
-  const workload::AdmittedWorkload admitted =
-      OrFail(command, workload::Admit(loaded.requests, {.max_input_tokens = limit, .oversize = oversize}), "admission");
   out.requests = workload::AdmittedRequests(loaded.requests, admitted);
   out.rejected = admitted.rejected;
   if (admitted.truncated > 0) out.note += fmt::format(", {} truncated to {} tokens", admitted.truncated, limit);

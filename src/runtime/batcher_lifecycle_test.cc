@@ -148,19 +148,13 @@ TEST(BatcherLifecycleTest, CancellingASplitRequestMidwayAnswersOnceAndItsSlotsSt
   EXPECT_EQ(std::count(seen.begin(), seen.end(), SumOf(MakeTokens(4, 5))), 0);  // its second never did
 }
 
-}  // namespace
-}  // namespace tokenbatch
-
-namespace tokenbatch {
-namespace {
-
 TEST(BatcherLifecycleTest, DeferredStartChoosesTheFirstBatchFromTheWholeBurst) {
   // Three passages of 20 tokens, then three queries of 2. Submitted to running
   // workers, the first passage could be dispatched alone before the queries
   // arrive; with defer_start the length-aware core sees all six at once and
   // serves the queries first (their virtual deadlines, arrival + 100 µs × tokens,
   // come first).
-  testing::RecordingBackend backend;
+  RecordingBackend backend;
   BatcherOptions o;
   o.scheduler.policy = PackingPolicy::kLengthAware;
   o.scheduler.cost_model = CostModel::Padded();
@@ -168,10 +162,10 @@ TEST(BatcherLifecycleTest, DeferredStartChoosesTheFirstBatchFromTheWholeBurst) {
   o.scheduler.max_wait = std::chrono::milliseconds(0);
   o.scheduler.adaptive_wait = false;
   o.defer_start = true;
-  auto batcher = std::move(*testing::SumBatcher::Create(o, backend.AsBackend()));
-  std::vector<testing::SumBatcher::Future> futures;
-  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(20), 20)->result));
-  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(2), 2)->result));
+  auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
+  std::vector<SumBatcher::Future> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(20), 20)->result));
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(2), 2)->result));
   EXPECT_TRUE(backend.batches().empty());  // no worker runs before Start
   batcher->Start();
   batcher->Start();  // idempotent
@@ -183,18 +177,32 @@ TEST(BatcherLifecycleTest, DeferredStartChoosesTheFirstBatchFromTheWholeBurst) {
   EXPECT_EQ(batches[1], (std::vector<long>{20, 20, 20}));
 }
 
+TEST(BatcherLifecycleTest, DeferredStartCancelsOnShutdownWithoutStart) {
+  RecordingBackend backend;
+  BatcherOptions o = Options();
+  o.scheduler.max_wait = std::chrono::milliseconds(0);  // a started worker would run them at once
+  o.defer_start = true;
+  auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
+  std::vector<SumBatcher::Future> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(2), 2)->result));
+  batcher->Shutdown(ShutdownMode::kCancelQueued);
+  for (auto& f : futures) EXPECT_EQ(GetErrorKind(f.get().status()), ErrorKind::kShuttingDown);
+  batcher->Start();  // after Shutdown: nothing starts
+  EXPECT_TRUE(backend.batches().empty());
+}
+
 TEST(BatcherLifecycleTest, DeferredStartDrainsOnShutdownWithoutStart) {
-  testing::RecordingBackend backend;
+  RecordingBackend backend;
   BatcherOptions o = Options();
   o.defer_start = true;
-  auto batcher = std::move(*testing::SumBatcher::Create(o, backend.AsBackend()));
-  std::vector<testing::SumBatcher::Future> futures;
-  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(testing::MakeTokens(2, i), 2)->result));
+  auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
+  std::vector<SumBatcher::Future> futures;
+  for (int i = 0; i < 3; ++i) futures.push_back(std::move(batcher->Submit(MakeTokens(2, i), 2)->result));
   batcher->Shutdown(ShutdownMode::kDrain);
   for (int i = 0; i < 3; ++i) {
     auto r = futures[static_cast<std::size_t>(i)].get();
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(*r, testing::SumOf(testing::MakeTokens(2, i)));
+    EXPECT_EQ(*r, SumOf(MakeTokens(2, i)));
   }
 }
 

@@ -50,15 +50,11 @@ class CoreFormer final : public BatchFormer {
     return out;
   }
   std::size_t queued() const override { return scheduler_->queued_requests(); }
-  void OnBatchRun(std::int64_t cost, double latency_us, bool out_of_memory) override {
-    if (out_of_memory) {
-      aimd_.OnOutOfMemory(cost);
-      return;
-    }
+  void OnOutOfMemory(std::int64_t cost) override { aimd_.OnOutOfMemory(cost); }
+  void OnBatchRun(std::int64_t cost, double latency_us) override {
     fit_.Add(cost, latency_us);
     aimd_.OnSuccess();
   }
-  std::int64_t current_budget() const override { return aimd_.current(); }
 
  private:
   std::unique_ptr<Scheduler> scheduler_;

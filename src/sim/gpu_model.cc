@@ -21,33 +21,18 @@ constexpr double kEagerScoreBytes = 8;
 
 }  // namespace
 
+// clang-format off
+// Each shape's numbers from its config.json.
 ModelShape ModelShape::Qwen3Embedding0_6B() {
-  return {.name = "Qwen3-Embedding-0.6B",
-          .layers = 28,
-          .hidden = 1024,
-          .heads = 16,
-          .kv_heads = 8,
-          .head_dim = 128,
-          .intermediate = 3072,
-          .vocab = 151669,
-          .mlp_matrices = 3,
-          .dtype_bytes = 2,
-          .max_positions = 32768};
+  return {.name = "Qwen3-Embedding-0.6B", .layers = 28, .hidden = 1024, .heads = 16, .kv_heads = 8, .head_dim = 128,
+          .intermediate = 3072, .vocab = 151669, .mlp_matrices = 3, .dtype_bytes = 2, .max_positions = 32768};
 }
 
 ModelShape ModelShape::MiniLML6() {
-  return {.name = "all-MiniLM-L6-v2",
-          .layers = 6,
-          .hidden = 384,
-          .heads = 12,
-          .kv_heads = 12,
-          .head_dim = 32,
-          .intermediate = 1536,
-          .vocab = 30522,
-          .mlp_matrices = 2,
-          .dtype_bytes = 2,
-          .max_positions = 512};
+  return {.name = "all-MiniLM-L6-v2", .layers = 6, .hidden = 384, .heads = 12, .kv_heads = 12, .head_dim = 32,
+          .intermediate = 1536, .vocab = 30522, .mlp_matrices = 2, .dtype_bytes = 2, .max_positions = 512};
 }
+// clang-format on
 
 std::int64_t ModelShape::ParamsPerLayer() const {
   const std::int64_t q = heads * head_dim, kv = kv_heads * head_dim;
@@ -114,7 +99,7 @@ std::int64_t GpuModel::weight_bytes() const {
 std::int64_t GpuModel::usable_bytes() const { return device_.memory_bytes - options_.reserved_bytes; }
 
 double GpuModel::failed_forward_fraction() const {
-  const std::int64_t layers = calibration_ && calibration_->layers > 0 ? calibration_->layers : model_.layers;
+  const std::int64_t layers = calibration_ ? calibration_->layers : model_.layers;
   return 1.0 / static_cast<double>(std::max<std::int64_t>(1, layers));
 }
 
@@ -207,11 +192,14 @@ absl::StatusOr<Calibration> LoadCalibration(const std::string& path) {
   std::int64_t threads = 0;
   const nlohmann::json none;
   const nlohmann::json& model = j.contains("model") ? j["model"] : none;
+  if (!model.is_null() && !model.is_object())
+    return InvalidArgumentError(absl::StrCat(path, ": model must be an object"));
   for (absl::Status s :
        {integer(j, "model_load_bytes", c.model_load_bytes), integer(j, "threads", threads),
         integer(j, "memory_limit_bytes", c.memory_limit_bytes), integer(j, "max_input_tokens", c.max_input_tokens),
-        integer(model, "layers", c.layers), text(j, "device", c.device), text(model, "name", c.model_name),
-        text(model, "path", c.model_path), text(model, "execution", c.execution)}) {
+        integer(model, "layers", c.layers), integer(model, "max_positions", c.max_positions),
+        text(j, "device", c.device), text(model, "name", c.model_name), text(model, "path", c.model_path),
+        text(model, "execution", c.execution)}) {
     if (!s.ok()) return s;
   }
   c.threads = static_cast<int>(std::min<std::int64_t>(threads, 1 << 20));

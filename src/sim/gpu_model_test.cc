@@ -104,58 +104,72 @@ TEST(GpuModel, CalibrationReplacesFormulas) {
   EXPECT_EQ(gpu->MatchingTokenCostModel().kind(), CostModelKind::kPadded);
 }
 
-TEST(GpuModel, LoadCalibrationReadsCalibrateJson) {
+// Writes a calibration file with the fit {c0 1, c1 2, c2 3} and {a 4, b 5, c 6}
+// plus `fields` (a JSON object's members, or "") and loads it.
+absl::StatusOr<Calibration> LoadWith(const std::string& fields) {
   const std::string path = ::testing::TempDir() + "/calibration.json";
   {
     std::ofstream out(path);
-    out << R"({"memory_model": {"c0": 1, "c1": 2, "c2": 3}, "latency_model_us": {"a": 4, "b": 5, "c": 6},
-               "model_load_bytes": 77, "device": "cpu", "threads": 2, "memory_limit_bytes": 6000,
-               "max_input_tokens": 512, "model": {"name": "minilm", "path": "m.pt", "layers": 6}})";
+    out << R"({"memory_model": {"c0": 1, "c1": 2, "c2": 3}, "latency_model_us": {"a": 4, "b": 5, "c": 6})"
+        << (fields.empty() ? "" : ", ") << fields << "}";
   }
-  auto c = LoadCalibration(path);
+  absl::StatusOr<Calibration> c = LoadCalibration(path);
+  std::remove(path.c_str());
+  return c;
+}
+
+TEST(GpuModel, LoadCalibrationReadsCalibrateJson) {
+  auto c = LoadWith(R"("model_load_bytes": 77, "device": "cpu", "threads": 2, "memory_limit_bytes": 6000,
+                       "max_input_tokens": 256, "model": {"name": "minilm", "path": "m.pt", "layers": 6,
+                       "max_positions": 512})");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->mem_c2, 3);
   EXPECT_EQ(c->lat_b, 5);
   EXPECT_EQ(c->model_load_bytes, 77);
   EXPECT_TRUE(c->on_cpu());
+  EXPECT_FALSE(c->packed());
   EXPECT_EQ(c->threads, 2);
-  EXPECT_EQ(c->max_input_tokens, 512);
+  EXPECT_EQ(c->max_input_tokens, 256);
+  EXPECT_EQ(c->max_positions, 512);
   EXPECT_EQ(c->model_name, "minilm");
   EXPECT_EQ(c->model_path, "m.pt");
   EXPECT_EQ(c->layers, 6);
   const DeviceSpec cpu = CalibratedDevice(*c, ToyDevice());
-  EXPECT_EQ(cpu.name, "cpu as calibrated in " + path);
+  EXPECT_EQ(cpu.name, "cpu as calibrated in " + ::testing::TempDir() + "/calibration.json");
   EXPECT_EQ(cpu.memory_bytes, 6000);
   auto gpu = GpuModel::Create(Toy(), cpu, {.reserved_bytes = 0}, *c);
   ASSERT_TRUE(gpu.ok()) << gpu.status();  // no datasheet needed
   EXPECT_EQ(gpu->usable_bytes(), 6000);
   EXPECT_DOUBLE_EQ(gpu->failed_forward_fraction(), 1.0 / 6);
-  {
-    std::ofstream out(path);
-    out << R"({"memory_model": {"c0": 1, "c1": 2, "c2": 3}, "latency_model_us": {"a": 4, "b": 5, "c": 6},
-               "threads": "two"})";
-  }
-  auto bad_threads = LoadCalibration(path);
-  ASSERT_FALSE(bad_threads.ok());
-  EXPECT_NE(bad_threads.status().message().find("threads"), std::string::npos);
-  {
-    std::ofstream out(path);
-    out << R"({"memory_model": {"c0": 1, "c1": 2, "c2": 3}, "latency_model_us": {"a": 4, "b": 5, "c": 6},
-               "model": {"execution": "packed"}})";
-  }
-  auto packed = LoadCalibration(path);
+}
+
+TEST(GpuModel, PackedCalibrationCostsRealTokens) {
+  auto packed = LoadWith(R"("model": {"execution": "packed"})");
   ASSERT_TRUE(packed.ok()) << packed.status();
   EXPECT_TRUE(packed->packed());
-  auto packed_gpu = GpuModel::Create(Toy(), ToyDevice(), {}, *packed);
-  ASSERT_TRUE(packed_gpu.ok());
-  // Packed: T = 10 + 30 = 40 real tokens, A = 10² + 30² = 1,000 (padded would
-  // be 60 and 1,800).
+  auto gpu = GpuModel::Create(Toy(), ToyDevice(), {}, *packed);
+  ASSERT_TRUE(gpu.ok());
+  // T = 10 + 30 = 40 real tokens, A = 10² + 30² = 1,000 (padded: 60 and 1,800).
   const std::vector<std::int64_t> lengths{10, 30};
-  const BatchEstimate e = packed_gpu->Estimate(lengths);
+  const BatchEstimate e = gpu->Estimate(lengths);
   EXPECT_EQ(e.computed_tokens, 40);
   EXPECT_DOUBLE_EQ(e.latency_us, 4 + 5 * 40 + 6 * 1000);
   EXPECT_EQ(e.peak_bytes, 1 + 2 * 40 + 3 * 1000);
-  EXPECT_EQ(packed_gpu->MatchingTokenCostModel().name(), "sum");
+  EXPECT_EQ(gpu->MatchingTokenCostModel().name(), "sum");
+  // Without layers a failed call costs the whole forward.
+  EXPECT_DOUBLE_EQ(gpu->failed_forward_fraction(), 1.0);
+}
+
+TEST(GpuModel, LoadCalibrationNamesWhatIsWrong) {
+  for (const auto& [fields, expected] :
+       std::vector<std::pair<std::string, std::string>>{{R"("threads": "two")", "threads"},
+                                                        {R"("model": "minilm")", "model must be an object"},
+                                                        {R"("model": {"layers": -1})", "layers"}}) {
+    auto c = LoadWith(fields);
+    ASSERT_FALSE(c.ok()) << fields;
+    EXPECT_NE(c.status().message().find(expected), std::string::npos) << c.status();
+  }
+  const std::string path = ::testing::TempDir() + "/calibration_partial.json";
   {
     std::ofstream out(path);
     out << R"({"memory_model": {"c0": 1, "c1": 2}})";

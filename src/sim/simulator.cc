@@ -149,7 +149,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       in_flight_bytes -= done.activation_bytes;
       ++free_workers;
       // Learned when the batch ends, as a runtime worker learns it.
-      former.OnBatchRun(done.cost, done.latency_us, done.oom);
+      if (!done.oom) former.OnBatchRun(done.cost, done.latency_us);
       for (std::size_t k = 0; k < done.ids.size(); ++k) {
         const RequestId id = done.ids[k];
         if (done.lost[k]) {
@@ -191,6 +191,9 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       IsolatedRun run{.lost = std::vector<bool>(lengths.size(), false)};
       RunIsolatedModel(gpu, lengths, 0, options.shared_memory ? in_flight_bytes : 0, run);
       const bool oom = run.oom_calls > 0;
+      // The runtime cuts the budget at the first failed call, a fraction of a
+      // forward after dispatch: before any other batch could be formed here.
+      if (oom) former.OnOutOfMemory(d.cost);
       BatchRecord b{.start_ns = now,
                     .size = shape.size,
                     .max_tokens = shape.max_tokens,

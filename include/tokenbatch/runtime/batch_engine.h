@@ -99,8 +99,9 @@ class EngineClient {
   [[nodiscard]] virtual std::unique_ptr<EngineContext> NewContext() = 0;
 };
 
-// Thread-safety: every method may be called from any thread, except Start (once,
-// before anything else) and the destructor. Submit, SubmitPlanned, Cancel,
+// Thread-safety: every method may be called from any thread, except Start (at
+// most once, before Shutdown; Submit and Cancel may come before it, and
+// BatcherOptions::defer_start relies on that) and the destructor. Submit, SubmitPlanned, Cancel,
 // Refuse and the observers never block on a batch: they take the engine's locks
 // briefly. Shutdown blocks until the threads are joined, so it must not be
 // called from an engine thread (inside EngineContext::Fire), nor may the engine

@@ -141,19 +141,23 @@ class Batcher final : private EngineClient {
     return live;
   }
 
-  // Starts the workers of a Batcher created with BatcherOptions::defer_start;
-  // does nothing if they run already. Thread-safe, never blocks.
+  // Starts the worker and deadline threads of a Batcher created with
+  // BatcherOptions::defer_start; does nothing if they were started already, or
+  // if Shutdown came first. Thread-safe; blocks only while the threads are
+  // created (a concurrent caller waits for the first).
   void Start() {
     std::call_once(started_, [this] { engine_->Start(); });
   }
 
   // Stops accepting (Submit fails with ShuttingDown), then drains or fails what is
-  // queued per `mode`, and joins the workers (starting them first if
-  // defer_start left them stopped, so that kDrain runs what is queued). Blocks
-  // until in-flight batches are done. Idempotent; must not be called from a
-  // callback.
+  // queued per `mode`, and joins the workers. A Batcher whose start was deferred
+  // and never started is started for kDrain (so that what is queued runs) and
+  // not for kCancelQueued (so that nothing queued runs). Blocks until in-flight
+  // batches are done. Idempotent; must not be called from a callback.
   void Shutdown(ShutdownMode mode) {
-    Start();
+    std::call_once(started_, [this, mode] {
+      if (mode == ShutdownMode::kDrain) engine_->Start();
+    });
     Context context(*this);
     engine_->Shutdown(mode, context);
   }

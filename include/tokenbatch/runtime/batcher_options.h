@@ -24,7 +24,8 @@ struct BatcherOptions {
   // Batcher::Start, so every request submitted before it is in the queue when
   // the first batch is chosen: a burst that arrives at one instant, as the
   // simulator and `tokenbatch bench` model it. Otherwise the first worker to
-  // wake forms a batch from the requests submitted so far.
+  // wake forms a batch from the requests submitted so far. Until Start, no
+  // deadline expires (the deadline thread starts with the workers).
   bool defer_start = false;
   AimdOptions aimd;
   // What the destructor does if Shutdown was not called.

@@ -44,16 +44,15 @@ class BatchFormer {
   [[nodiscard]] virtual absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) = 0;
   [[nodiscard]] virtual FormerDecision Next(TimePoint now) = 0;
   [[nodiscard]] virtual std::size_t queued() const = 0;
-  // Told how each batch it formed ran (`cost` as in its FormerDecision), as the
-  // runtime's workers are: the core formers feed a batch that ran without
-  // running out of memory to their adaptive batching window (OnlineLatencyFit),
-  // and keep the runtime's AIMD budget (AimdBudget, default AimdOptions): one
-  // decrease from `cost` for a batch in which any call ran out of memory, one
-  // increase for a batch without. Other formers ignore it.
-  virtual void OnBatchRun(std::int64_t /*cost*/, double /*latency_us*/, bool /*out_of_memory*/) {}
-  // The budget the next batch is formed under (the core's max_batch_tokens after
-  // AIMD); 0 for formers without one.
-  [[nodiscard]] virtual std::int64_t current_budget() const { return 0; }
+  // The core formers keep the runtime's AIMD budget (AimdBudget, default
+  // AimdOptions) and its adaptive batching window (OnlineLatencyFit); other
+  // formers ignore both calls. `cost` is the batch's FormerDecision::cost.
+  // A batch it formed ran out of memory (the first failed call: one decrease
+  // from `cost`, as the runtime's worker makes it at that call).
+  virtual void OnOutOfMemory(std::int64_t /*cost*/) {}
+  // A batch it formed ran without running out of memory, in `latency_us`: one
+  // AIMD increase, and the time is learned.
+  virtual void OnBatchRun(std::int64_t /*cost*/, double /*latency_us*/) {}
 };
 
 // How a policy forms batches.

@@ -139,6 +139,7 @@ struct Calibration {
   int threads = 0;                            // libtorch intra-op threads of the forward (0: unknown)
   std::int64_t memory_limit_bytes = 0;        // memory the process may use (0: unknown)
   std::int64_t max_input_tokens = 0;          // longest input calibrated (0: unknown)
+  std::int64_t max_positions = 0;             // model.max_positions (0: unknown)
   std::string model_name;                     // model.name ("" if absent)
   std::string model_path;                     // model.path ("" if absent)
   std::int64_t layers = 0;                    // model.layers (0: unknown)
@@ -167,8 +168,9 @@ class GpuModel {
   [[nodiscard]] std::int64_t weight_bytes() const;
   [[nodiscard]] std::int64_t usable_bytes() const;  // capacity − reserved
   // The share of a forward's latency a call that runs out of memory costs
-  // before it fails: 1 / layers (the calibration's layers if it names them).
-  // Why: every layer reaches the same activation peak, so the first one fails.
+  // before it fails: 1 / layers. Why: every layer reaches the same activation
+  // peak, so the first one fails. A calibration that does not name its layers
+  // costs the whole forward (an upper bound).
   [[nodiscard]] double failed_forward_fraction() const;
   // The core cost model that matches this backend's token accounting: padded
   // (B·Lmax) for eager attention or a padded calibration, sum for flash or a
@@ -197,7 +199,7 @@ class GpuModel {
 
 // Reads memory_model {c0, c1, c2}, latency_model_us {a, b, c} and, where present,
 // model_load_bytes, device, threads, memory_limit_bytes, max_input_tokens and
-// model {name, path, layers, execution} from a `tokenbatch calibrate --json` file. Errors:
+// model {name, path, layers, max_positions, execution} from a `tokenbatch calibrate --json` file. Errors:
 // NotFound, InvalidArgument naming the missing or malformed field.
 [[nodiscard]] absl::StatusOr<Calibration> LoadCalibration(const std::string& path);
 

@@ -10,10 +10,11 @@
 // OOM would, and is handled as the runtime handles it (RunIsolated, AimdBudget):
 // the failed call costs GpuModel::failed_forward_fraction() of its forward, its
 // halves are retried recursively, a single request that still does not fit is
-// lost, and a core policy's budget is cut once for the batch (AIMD; the cut
-// takes effect when the batch ends, where the runtime applies it at the first
-// failed call). A request a former refuses at enqueue (e.g. Oversize) is counted
-// as rejected. No wall clock, no unseeded randomness, no unordered iteration: the
+// lost, and a core policy's budget is cut once for the batch (AIMD) at its
+// dispatch. With shared memory a bisected call is judged against the batches
+// running when its batch was dispatched, and a request that does not fit beside
+// them is lost, as RunIsolated loses it. A request a former refuses at enqueue
+// (e.g. Oversize) is counted as rejected. No wall clock, no unseeded randomness, no unordered iteration: the
 // same inputs give the same result, bit for bit.
 //
 // Arrivals: open loop uses each request's arrival_us; closed loop (clients > 0)
