@@ -152,11 +152,13 @@ TEST(BatcherLifecycleTest, DeferredStartChoosesTheFirstBatchFromTheWholeBurst) {
   // Three passages of 20 tokens, then three queries of 2. Submitted to running
   // workers, the first passage could be dispatched alone before the queries
   // arrive; with defer_start the length-aware core sees all six at once and
-  // serves the queries first (their virtual deadlines, arrival + 100 µs × tokens,
-  // come first).
+  // serves the queries first: their virtual deadlines, arrival + 10 ms × tokens,
+  // come 180 ms before the passages', far more than the submits take even under
+  // a sanitizer.
   RecordingBackend backend;
   BatcherOptions o;
   o.scheduler.policy = PackingPolicy::kLengthAware;
+  o.scheduler.anchor_slack_per_token = std::chrono::milliseconds(10);
   o.scheduler.cost_model = CostModel::Padded();
   o.scheduler.max_batch_tokens = 64;
   o.scheduler.max_wait = std::chrono::milliseconds(0);
