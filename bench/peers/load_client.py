@@ -18,6 +18,13 @@ Modes:
                the scheduled arrival, so a late dispatcher is not hidden.
 A --warmup S phase runs first with the same load and is not counted.
 
+With --rerank-documents N each request is a rerank instead, in the Cohere/Jina
+shape that tokenbatch's /v1/rerank and Infinity's /rerank take: {"model",
+"query", "documents": N texts, "return_documents": false}, the query one of the
+workload's short texts (at most 32 tokens) and the documents drawn from all of
+its texts (seeded), so each request mixes lengths. Its `tokens` are the pairs'
+(query + document, each) and it is counted as a "long" request.
+
 Prints one JSON object: requests/s, tokens/s (sum of the workload's `tokens` of
 the completed requests over the wall time; with --max-tokens also the sum of
 min(tokens, cap), the work a truncating server really does), latency p50/p90/p99
@@ -56,6 +63,28 @@ class Stats:
         self.errors = {"status": 0, "parse": 0, "connection": 0}
         self.dropped = 0
         self.last_done = 0.0
+
+
+def load_rerank_workload(path, model, host_header, route, max_tokens, documents, seed, count=400):
+    """Pre-encodes `count` rerank requests of `documents` documents each (see the module doc)."""
+    with open(path, encoding="utf-8") as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    queries = [r for r in recs if int(r["tokens"]) <= 32]
+    if not queries or len(recs) < documents:
+        sys.exit(f"load_client: {path} has too few texts for {documents}-document reranks")
+    rng = random.Random(seed)
+    items = []
+    for k in range(count):
+        query = queries[k % len(queries)]
+        docs = rng.sample(recs, documents)
+        body = json.dumps({"model": model, "query": query["text"], "documents": [d["text"] for d in docs],
+                           "return_documents": False}, ensure_ascii=False).encode("utf-8")
+        head = (f"POST {route} HTTP/1.1\r\nHost: {host_header}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        pair_tokens = [int(query["tokens"]) + int(d["tokens"]) for d in docs]
+        capped = sum(min(t, max_tokens) if max_tokens else t for t in pair_tokens)
+        items.append((head.encode("ascii") + body, "long", sum(pair_tokens), capped))
+    return items
 
 
 def load_workload(path, model, host_header, route, max_tokens):
@@ -283,7 +312,11 @@ async def run(args):
     url = urllib.parse.urlsplit(args.url)
     host, port = url.hostname, url.port or 80
     route = url.path or "/"
-    items = load_workload(args.workload, args.model, f"{host}:{port}", route, args.max_tokens)
+    if args.rerank_documents:
+        items = load_rerank_workload(args.workload, args.model, f"{host}:{port}", route, args.max_tokens,
+                                     args.rerank_documents, args.seed)
+    else:
+        items = load_workload(args.workload, args.model, f"{host}:{port}", route, args.max_tokens)
     if args.shuffle:
         random.Random(args.seed).shuffle(items)
 
@@ -396,6 +429,8 @@ def main():
     ap.add_argument("--no-parse", dest="parse", action="store_false",
                     help="check the status only, not that the body is JSON")
     ap.add_argument("--no-uvloop", dest="uvloop", action="store_false")
+    ap.add_argument("--rerank-documents", type=int, default=0,
+                    help="send rerank requests of this many documents each (see the module doc)")
     args = ap.parse_args()
     if not args.duration and not args.requests:
         ap.error("give --duration or --requests")

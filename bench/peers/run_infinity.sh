@@ -8,17 +8,19 @@
 # Its OpenAI-compatible route is http://127.0.0.1:PORT/embeddings (no /v1 at
 # this version: the routes sit under --url-prefix, empty by default).
 # Stop it with: kill $(cat build/peers-cache/infinity.pid)
-# Usage: bash bench/peers/run_infinity.sh [--port 7997] [--model-dir DIR] [--no-check]
+# Usage: bash bench/peers/run_infinity.sh [--port 7997] [--model-dir DIR] [--served-model-name NAME] [--no-check]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 PORT=7997
 MODEL_DIR="$PWD/build/cache/models/all-MiniLM-L6-v2"
 CHECK=1
+NAME=all-MiniLM-L6-v2
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) PORT="$2"; shift 2 ;;
     --model-dir) MODEL_DIR="$(realpath "$2")"; shift 2 ;;
+    --served-model-name) NAME="$2"; shift 2 ;;
     --no-check) CHECK=0; shift ;;
     *) echo "run_infinity: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -35,7 +37,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 DO_NOT_TRACK=1 INFINITY_ANONYMOUS
 
 setsid "$VENV/bin/infinity_emb" v2 \
   --model-id "$MODEL_DIR" \
-  --served-model-name all-MiniLM-L6-v2 \
+  --served-model-name "$NAME" \
   --engine torch \
   --device cpu \
   --dtype float32 \

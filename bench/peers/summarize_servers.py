@@ -25,7 +25,7 @@ def main():
     for r in rows:
         load = f"{r['load']} conn" if r["mode"] == "closed" else f"{r['load']}/s Poisson"
         lat = r["latency"]
-        print(f"| {r['server']} | {load} | {r['requests_per_s']:.1f} | {r.get('tokens_capped_per_s', 0):,.0f} | "
+        print(f"| {r['server']} | {load} | {r['requests_per_s']:.2f} | {r.get('tokens_capped_per_s', 0):,.0f} | "
               f"{cell(lat, 'short', 'p50_ms')} / {cell(lat, 'short', 'p99_ms')} | "
               f"{cell(lat, 'long', 'p50_ms')} / {cell(lat, 'long', 'p99_ms')} | "
               f"{r.get('server_cpu_us_per_capped_token', 0):,.0f} | {r['error_count'] + r.get('dropped', 0)} |")

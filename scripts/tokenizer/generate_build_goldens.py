@@ -22,6 +22,12 @@ For each tokenizer it writes, under OUT/golden/:
                              that are not valid UTF-8, special tokens in the middle,
                              the unknown token, ids outside the vocabulary, an
                              empty list)
+  <name>.pairs.jsonl         pairs of consecutive texts as a cross-encoder gets them,
+                             encode(first, second): {"name", "max_length", "side",
+                             "ids", "type_ids"} in full and cut to max_length with
+                             truncation "only_second" from the right or the left, or
+                             "error": true where Hugging Face refuses the cut (the
+                             first text leaves no room for the second)
 Everything in full (no hashes). Deterministic: two runs write the same bytes.
 
 Usage, from the repository root, after make_sentencepiece.py:
@@ -139,6 +145,30 @@ def decode_cases(tok, config):
     return cases
 
 
+def pair_cases(tok, texts):
+    """encode(first, second) of consecutive texts, whole and cut "only_second" to a
+    few limits from either side, as dicts (see the module doc)."""
+    out = []
+    for k in range(min(len(texts) - 1, 120)):
+        first, second = texts[k], texts[k + 1]
+        for max_length, side in ((0, "right"), (64, "right"), (64, "left"), (16, "right")):
+            if max_length:
+                tok.enable_truncation(max_length, strategy="only_second", direction=side)
+            else:
+                tok.no_truncation()
+            case = {"name": f"{first['name']} + {second['name']}", "max_length": max_length, "side": side}
+            try:
+                e = tok.encode(first["text"], second["text"])
+                case.update(ids=e.ids, type_ids=e.type_ids)
+            except Exception as e:  # only_second cannot cut enough: Hugging Face refuses
+                if "Truncation error" not in str(e):
+                    raise
+                case["error"] = True
+            out.append(case)
+    tok.no_truncation()
+    return out
+
+
 # The real XLM-R tokenizer.json that scripts/fetch_models.sh unpacks (multilingual-e5-small).
 XLMR_REAL = os.path.join(ROOT, "build", "cache", "tokenizers", "multilingual-e5-small", "tokenizer.json")
 
@@ -208,7 +238,10 @@ def main():
                   "decoded_with_special": tok.decode(i, skip_special_tokens=False)}
                  for n, i in decode_cases(tok, config)]
         write_jsonl(os.path.join(golden, f"{name}.decode_cases.jsonl"), cases)
-        print(f"{name}: {len(lines)} texts, {len(cases)} decode cases, {time.monotonic() - started:.1f} s")
+        pairs = pair_cases(tok, texts)
+        write_jsonl(os.path.join(golden, f"{name}.pairs.jsonl"), pairs)
+        print(f"{name}: {len(lines)} texts, {len(cases)} decode cases, {len(pairs)} pair cases, "
+              f"{time.monotonic() - started:.1f} s")
     print(f"wrote {golden}", file=sys.stderr)
 
 

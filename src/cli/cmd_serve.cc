@@ -29,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -418,7 +419,14 @@ void Run(const ServeArgs& a) {
 
   auto tok = OrFail(kCommand, tokenizer::Tokenizer::FromFile(model.tokenizer), "loading tokenizer " + model.tokenizer);
   auto backend = MakeBackend(a, model, *tok);
-  spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), model.tokenizer);
+  if (const auto classifier = backend->info().classifier) {
+    spdlog::info(
+        "backend {}: a cross-encoder with {} label(s) ({}), served on /rerank, /v1/rerank and /predict; "
+        "tokenizer {}",
+        backend->name(), classifier->labels.size(), fmt::join(classifier->labels, ", "), model.tokenizer);
+  } else {
+    spdlog::info("backend {} (hidden {}), tokenizer {}", backend->name(), backend->hidden_size(), model.tokenizer);
+  }
   auto service = OrFail(kCommand, server::EmbeddingService::Create(so, std::move(tok), std::move(backend)), "service");
 
   // SIGINT/SIGTERM: from here on (loading is over, so a signal before this

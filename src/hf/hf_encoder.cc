@@ -37,7 +37,13 @@ struct HfEncoder::Impl {
     bool tanh = false;
   };
   std::vector<Dense> dense;
-  int width = 0;  // embedding width after the Dense layers
+  // A sequence-classification head (ModelDirectory::classifier): logits =
+  // out_w tanh(dense_w h_cls + dense_b) + out_b.
+  struct Head {
+    at::Tensor dense_w, dense_b, out_w, out_b;
+  };
+  std::optional<Head> head;
+  int width = 0;                   // embedding width after the Dense layers; the number of labels of a classifier
   backend::EncoderOptions limits;  // what backend::ValidateInputs checks
   mutable backend::DevicePeakMemory peak{at::kCPU};
 
@@ -45,7 +51,38 @@ struct HfEncoder::Impl {
   TokenBatch Assemble(std::span<const EmbeddingInput> inputs) const;
   // [B, width] float32 on the CPU.
   at::Tensor Run(std::span<const EmbeddingInput> inputs) const;
+  // Reads the classifier head's weights (transformers' names for the class).
+  absl::Status LoadHead(const Checkpoint& checkpoint);
 };
+
+absl::Status HfEncoder::Impl::LoadHead(const Checkpoint& checkpoint) {
+  const ClassifierHead& c = *model.classifier;
+  const int64_t h = model.config.hidden_size;
+  const auto n = static_cast<int64_t>(c.labels.size());
+  WeightReader reader(checkpoint, "", dtype, device);
+  Head out;
+  // BertForSequenceClassification: BertPooler, then `classifier`; the RoBERTa
+  // family: RobertaClassificationHead (`classifier.dense`, `classifier.out_proj`).
+  const bool bert = c.architecture_class == "BertForSequenceClassification";
+  // The pooler sits beside the encoder ("bert.pooler", or "pooler" in a
+  // checkpoint saved without the task model's prefix, as transformers loads it).
+  std::string prefix;
+  if (bert) {
+    absl::StatusOr<std::string> found =
+        FindPrefix(checkpoint, "embeddings.word_embeddings.weight", {"bert.", "roberta.", "model."});
+    if (!found.ok()) return found.status();
+    prefix = *found;
+  }
+  const std::string dense = bert ? prefix + "pooler.dense" : "classifier.dense";
+  const std::string proj = bert ? "classifier" : "classifier.out_proj";
+  out.dense_w = reader.Get(dense + ".weight", {h, h});
+  out.dense_b = reader.Get(dense + ".bias", {h});
+  out.out_w = reader.Get(proj + ".weight", {n, h});
+  out.out_b = reader.Get(proj + ".bias", {n});
+  if (!reader.status().ok()) return reader.status();
+  head = std::move(out);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Execution> ParseExecution(std::string_view name) {
   if (name == "packed") return Execution::kPacked;
@@ -125,6 +162,12 @@ at::Tensor HfEncoder::Impl::Run(std::span<const EmbeddingInput> inputs) const {
   at::Tensor rows = hidden.reshape({-1, h});
   std::vector<at::Tensor> pooled;
   pooled.reserve(inputs.size());
+  if (head) {  // the first token's hidden state, as the classifiers read it
+    for (int64_t i = 0; i < batch.batch_size(); ++i)
+      pooled.push_back(rows[batch.packed ? batch.offsets[i] : i * batch.max_length]);
+    at::Tensor x = at::tanh(at::linear(at::stack(pooled, 0), head->dense_w, head->dense_b));
+    return at::linear(x, head->out_w, head->out_b).to(at::kCPU, at::kFloat).contiguous();
+  }
   for (int64_t i = 0; i < batch.batch_size(); ++i) {
     const int64_t base = batch.packed ? batch.offsets[i] : i * batch.max_length;
     const int64_t n = batch.offsets[i + 1] - batch.offsets[i];
@@ -176,7 +219,15 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
   if (!model.ok()) return model.status();
   impl->model = *std::move(model);
   const ModelDirectory& m = impl->model;
-  if (options.pooling) {
+  if (m.classifier && (options.pooling || options.normalize)) {
+    return InvalidArgumentError(absl::StrCat(options.model_dir, " is a cross-encoder (",
+                                             m.classifier->architecture_class,
+                                             "): its head reads the first token and gives scores, so pooling and "
+                                             "normalisation do not apply"));
+  }
+  if (m.classifier) {
+    impl->pooling = Pooling::kCls;  // the head reads the first token
+  } else if (options.pooling) {
     impl->pooling = *options.pooling;
   } else if (m.pooling) {
     impl->pooling = *m.pooling;
@@ -185,7 +236,8 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
                                              ": no sentence-transformers Pooling module (modules.json); "
                                              "say how to pool with --pooling cls|mean|last"));
   }
-  impl->normalize = options.normalize.value_or(m.normalize);
+  // A classifier's logits are scores, never normalised by default.
+  impl->normalize = m.classifier ? false : options.normalize.value_or(m.normalize);
 
   absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Open(m.transformer_dir);
   if (!checkpoint.ok()) return checkpoint.status();
@@ -194,6 +246,11 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
         LoadTransformer(m.config, *checkpoint, impl->dtype, impl->device);
     if (!t.ok()) throw std::invalid_argument(std::string(t.status().message()));
     impl->transformer = *std::move(t);
+    if (m.classifier) {
+      if (absl::Status s = impl->LoadHead(*checkpoint); !s.ok()) throw std::invalid_argument(std::string(s.message()));
+      impl->width = static_cast<int>(m.classifier->labels.size());
+      return;
+    }
     int64_t width = m.config.hidden_size;
     for (const DenseLayer& layer : m.dense) {
       if (layer.in_features != width) {

@@ -305,6 +305,70 @@ TEST_F(BrokenDirectoryTest, NoPoolingModuleAsksForOne) {
   EXPECT_TRUE(e.ok()) << e.status();
 }
 
+// The same tiny BERT as a three-label BertForSequenceClassification (no
+// modules.json, as transformers saves it; no "bert." prefix, which transformers
+// also loads).
+void MakeClassifier(json& config, std::map<std::string, std::vector<int64_t>>& tensors) {
+  config["architectures"] = {"BertForSequenceClassification"};
+  config["id2label"] = {{"0", "a"}, {"1", "b"}, {"2", "c"}};
+  tensors["pooler.dense.weight"] = {8, 8};
+  tensors["pooler.dense.bias"] = {8};
+  tensors["classifier.weight"] = {3, 8};
+  tensors["classifier.bias"] = {3};
+}
+
+TEST_F(BrokenDirectoryTest, AClassifierGivesLogitsThatReadTokenTypes) {
+  fs::remove(dir_ / "modules.json");
+  MakeClassifier(config_, tensors_);
+  WriteJson("config.json", config_);
+  RewriteWeights();
+  auto e = HfEncoder::Load({.model_dir = dir_.string()});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ((*e)->hidden_size(), 3);
+  ASSERT_TRUE((*e)->model().classifier.has_value());
+  EXPECT_FALSE((*e)->normalize());
+  EmbeddingInput first, second;
+  first.input_ids = second.input_ids = {1, 5, 3, 7, 2};
+  second.token_type_ids = {0, 0, 0, 1, 1};  // a pair: its second text is type 1
+  auto out = (*e)->Embed(std::vector<EmbeddingInput>{first, second});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].values.size(), 3u);
+  for (float v : (*out)[0].values) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_NE((*out)[0].values, (*out)[1].values);
+  // A batch gives each input what it gets alone.
+  auto alone = (*e)->Embed(std::vector<EmbeddingInput>{second});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  for (size_t k = 0; k < 3; ++k) EXPECT_NEAR((*alone)[0].values[k], (*out)[1].values[k], 1e-5);
+}
+
+TEST_F(BrokenDirectoryTest, AClassifierHeadOfTheWrongShapeIsNamed) {
+  fs::remove(dir_ / "modules.json");
+  MakeClassifier(config_, tensors_);
+  WriteJson("config.json", config_);
+  tensors_["classifier.weight"] = {2, 8};  // two labels' worth for three in id2label
+  RewriteWeights();
+  const std::string e = LoadError();
+  EXPECT_NE(e.find("\"classifier.weight\" has shape [2, 8], expected [3, 8]"), std::string::npos) << e;
+  tensors_.erase("classifier.weight");
+  RewriteWeights();
+  EXPECT_NE(LoadError().find("\"classifier.weight\" is missing"), std::string::npos);
+}
+
+TEST_F(BrokenDirectoryTest, PoolingAndNormalizeDoNotApplyToAClassifier) {
+  fs::remove(dir_ / "modules.json");
+  MakeClassifier(config_, tensors_);
+  WriteJson("config.json", config_);
+  RewriteWeights();
+  for (const HfEncoderOptions& options :
+       {HfEncoderOptions{.model_dir = dir_.string(), .pooling = backend::Pooling::kMean},
+        HfEncoderOptions{.model_dir = dir_.string(), .normalize = true}}) {
+    auto e = HfEncoder::Load(options);
+    ASSERT_FALSE(e.ok());
+    EXPECT_NE(e.status().message().find("is a cross-encoder (BertForSequenceClassification)"), std::string::npos)
+        << e.status();
+  }
+}
+
 TEST_F(BrokenDirectoryTest, UnknownDtypeAndDevice) {
   EXPECT_NE(LoadError("float8").find("dtype must be float32, float16 or bfloat16"), std::string::npos);
   auto e = HfEncoder::Load({.model_dir = dir_.string(), .device = "tpu:0"});

@@ -369,6 +369,13 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
                  absl::StrCat("default_prompt_name \"", m.default_prompt_name, "\" is not among the prompts"));
     }
   }
+  // A sequence classifier without a Pooling module is a cross-encoder.
+  if (!m.pooling.has_value()) {
+    absl::StatusOr<std::optional<ClassifierHead>> head =
+        ParseClassifierHead(config_json->dump(), st->is_object() ? st->dump() : "", config_path.string());
+    if (!head.ok()) return head.status();
+    m.classifier = *std::move(head);
+  }
   const fs::path tokenizer = fs::path(m.transformer_dir) / "tokenizer.json";
   if (fs::is_regular_file(tokenizer, ec)) m.tokenizer_path = tokenizer.string();
   return m;

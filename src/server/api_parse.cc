@@ -23,7 +23,9 @@ namespace {
 using request_body::Err;
 using request_body::GetBool;
 using request_body::GetBoundedInteger;
+using request_body::GetPriority;
 using request_body::GetString;
+using request_body::GetTruncationDirection;
 using request_body::ParsedBody;
 using request_body::TypeName;
 using simdjson::dom::array;
@@ -118,16 +120,6 @@ std::optional<ApiError> GetPromptName(const ParsedBody& body, std::optional<std:
   return std::nullopt;
 }
 
-// vLLM's `priority`: an integer, lower values served first (vLLM's convention);
-// the scheduler's levels run the other way, so the level is its negation.
-// Bounded so that the negation cannot overflow and levels stay readable.
-std::optional<ApiError> GetPriority(const ParsedBody& body, int& level) {
-  std::optional<std::int64_t> p;
-  if (auto e = GetBoundedInteger(body, "priority", -kMaxPriority, kMaxPriority, p)) return e;
-  if (p) level = static_cast<int>(-*p);
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
@@ -162,13 +154,7 @@ std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const 
   out.inputs = std::get<std::vector<EmbedInput>>(std::move(inputs));
   if (auto e = GetBool(j, "normalize", out.normalize)) return *e;
   if (auto e = GetBool(j, "truncate", out.truncate)) return *e;
-  std::string direction = "right";
-  if (auto e = GetString(j, "truncation_direction", direction)) return *e;
-  direction = absl::AsciiStrToLower(direction);
-  if (direction != "right" && direction != "left") {
-    return Err(422, absl::StrCat("`truncation_direction` must be \"Right\" or \"Left\", got \"", direction, "\""));
-  }
-  out.truncation_direction = direction == "left" ? TruncationDirection::kLeft : TruncationDirection::kRight;
+  if (auto e = GetTruncationDirection(j, out.truncation_direction)) return *e;
   if (auto e = GetDimensions(j, out.dimensions)) return *e;
   if (auto e = GetPromptName(j, out.prompt_name)) return *e;
   if (auto e = GetPriority(j, out.priority)) return *e;

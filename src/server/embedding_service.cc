@@ -149,6 +149,7 @@ struct EmbeddingService::Impl {
   ServiceOptions options;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<EmbeddingBackend> backend;
+  std::optional<ClassifierInfo> classifier;  // backend->info().classifier, read once
   std::unique_ptr<ServiceBatcher> batcher;
   std::int64_t max_input_tokens = 0;
   // The tokenizer threads; refuses posts once Shutdown began.
@@ -169,7 +170,25 @@ struct EmbeddingService::Impl {
     std::int64_t tokens = 0;
   };
   absl::StatusOr<Prompt> ResolvePrompt(const EmbedRequest& request) const;
+  // Input i of `request`, a (query, document) pair, for a classifier backend.
+  absl::StatusOr<InputTokens> TokenizePair(const EmbedRequest& request, std::size_t i) const;
 };
+
+absl::StatusOr<InputTokens> EmbeddingService::Impl::TokenizePair(const EmbedRequest& request, std::size_t i) const {
+  if (!classifier.has_value()) {
+    return InvalidArgumentError("a (query, document) pair needs a cross-encoder model; this one embeds");
+  }
+  // The document is cut unless the request says not to, whatever
+  // auto_truncate says: a cross-encoder cuts every pair to the model's limit by
+  // default. (sentence-transformers' CrossEncoder cuts the longer of the two
+  // texts first, which is the document whenever it is longer than the query.)
+  return PairToTokens(*tokenizer, request.inputs[i],
+                      PairTokenLimits{.vocab_size = backend->vocab_size(),
+                                      .max_input_tokens = max_input_tokens,
+                                      .truncate = request.truncate.value_or(true),
+                                      .direction = request.truncation_direction,
+                                      .token_types = classifier->token_types});
+}
 
 absl::StatusOr<EmbeddingService::Impl::Prompt> EmbeddingService::Impl::ResolvePrompt(
     const EmbedRequest& request) const {
@@ -215,24 +234,29 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, EmbedRe
   for (std::size_t i = 0; i < n; ++i) {
     // TEI counts a text's characters and a token-id input's ids.
     p->result.characters += request.inputs[i].is_ids ? static_cast<std::int64_t>(request.inputs[i].ids.size())
-                                                     : CountCodePoints(request.inputs[i].text);
-    if (!prompt->text.empty() && !request.inputs[i].is_ids) {
+                                                     : CountCodePoints(request.inputs[i].text) +
+                                                           CountCodePoints(request.inputs[i].text_pair.value_or(""));
+    // A cross-encoder takes its texts as sent: prompts are an embedding model's.
+    if (!prompt->text.empty() && !request.inputs[i].is_ids && !classifier.has_value()) {
       request.inputs[i].text.insert(0, prompt->text);
     } else if (request.prompt_name.has_value() && !request.prompt_name->empty() && request.inputs[i].is_ids) {
       p->done(InvalidArgumentError(absl::StrCat("input[", i, "]: prompt_name applies to text inputs, not token ids")));
       return;
     }
-    absl::StatusOr<InputTokens> ids = InputToTokens(*tokenizer, request.inputs[i], limits);
+    absl::StatusOr<InputTokens> ids = request.inputs[i].text_pair.has_value()
+                                          ? TokenizePair(request, i)
+                                          : InputToTokens(*tokenizer, request.inputs[i], limits);
     if (!ids.ok()) {
       p->done(Prefixed(ids.status(), absl::StrCat("input[", i, "]: ")));
       return;
     }
     p->result.tokens += static_cast<std::int64_t>(ids->ids.size());
     items[i].input.input_ids = std::move(ids->ids);
+    items[i].input.token_type_ids = std::move(ids->token_type_ids);
     items[i].specials = ids->specials;
     items[i].input.normalize = request.normalize;
     items[i].input.dimensions = request.dimensions;
-    if (!request.inputs[i].is_ids && prompt->tokens > 0) {
+    if (!request.inputs[i].is_ids && prompt->tokens > 0 && !classifier.has_value()) {
       const auto kept = static_cast<std::int64_t>(items[i].input.input_ids.size());
       std::int64_t prompt_tokens = prompt->tokens;
       // A left truncation cuts the prompt's tokens first (after the leading
@@ -312,6 +336,20 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
     return InvalidArgumentError(absl::StrCat("tokenizer_threads must be >= 1, got ", options.tokenizer_threads));
   }
   SchedulerOptions& sched = options.batcher.scheduler;
+  if (const std::optional<ClassifierInfo> classifier = backend->info().classifier) {
+    // A score is not an average over windows of a text.
+    if (sched.oversize == OversizePolicy::kSplit) {
+      return InvalidArgumentError(
+          "a cross-encoder's scores cannot be averaged over windows: use oversize truncate "
+          "or reject, not split");
+    }
+    // A tokenizer that cannot encode pairs is a model-file problem: refuse it at
+    // start, not on every rerank.
+    if (absl::StatusOr<tokenizer::Encoding> probe = tokenizer->EncodePair("a", "b"); !probe.ok()) {
+      const absl::string_view m = probe.status().message();
+      return InvalidArgumentError(absl::StrCat("the cross-encoder's tokenizer: ", m));
+    }
+  }
   const std::int64_t positions = backend->max_positions();
   if (positions > 0) {
     const std::int64_t derived = EffectiveMaxInputTokens(sched);
@@ -342,6 +380,9 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
       ServiceBatcher::Hooks{
           .slice = [](const Item& in, TokenWindow w) -> absl::StatusOr<Item> {
             Item out;
+            // Only single texts get here, never a pair (PairToTokens cuts or
+            // refuses it), so there are no token types to window; a classifier's
+            // single texts are never split (Create refuses split for one).
             out.input.input_ids = WindowIds(in.input.input_ids, w, in.specials);
             out.input.normalize = in.input.normalize;
             out.input.dimensions = in.input.dimensions;
@@ -360,6 +401,7 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
   impl->pool = std::make_unique<WorkQueue>(options.tokenizer_threads);
   impl->options = std::move(options);
   impl->tokenizer = std::move(tokenizer);
+  impl->classifier = backend->info().classifier;
   impl->backend = std::move(backend);
   return std::unique_ptr<EmbeddingService>(new EmbeddingService(std::move(impl)));
 }

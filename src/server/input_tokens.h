@@ -34,7 +34,30 @@ struct SpecialEnds {
 struct InputTokens {
   std::vector<std::int32_t> ids;
   SpecialEnds specials;
+  // A pair's token types (the template's), when the model reads them; else empty.
+  std::vector<std::int32_t> token_type_ids;
 };
+
+// How a cross-encoder's pair is encoded.
+struct PairTokenLimits {
+  std::int64_t vocab_size = 0;        // as InputTokenLimits::vocab_size
+  std::int64_t max_input_tokens = 0;  // the model's limit, special tokens included; 0 = none
+  // Cut the second text (the document) to max_input_tokens; else a longer pair
+  // is refused. The first text (the query) is never cut.
+  bool truncate = true;
+  TruncationDirection direction = TruncationDirection::kRight;  // which end of the document
+  bool token_types = false;                                     // fill InputTokens::token_type_ids
+};
+
+// The ids of `input` (text and text_pair) through the tokenizer's pair template
+// (Tokenizer::EncodePair, truncation "only_second"); specials are 0, 0, since a
+// pair is never windowed. Errors: InvalidArgument for invalid UTF-8 (naming the
+// query or the document), a tokenizer without a supported pair template, or ids
+// outside the vocabulary; Oversize when the query alone (with the template's
+// special tokens) leaves no room for a document token within max_input_tokens,
+// or, without truncate, when the pair is longer than max_input_tokens.
+[[nodiscard]] absl::StatusOr<InputTokens> PairToTokens(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
+                                                       const PairTokenLimits& limits);
 
 // The ids of `input`, and its special ends. Errors: as InputToIds.
 [[nodiscard]] absl::StatusOr<InputTokens> InputToTokens(const tokenizer::Tokenizer& tokenizer,

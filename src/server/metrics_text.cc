@@ -21,16 +21,23 @@ void Scalar(std::string& out, std::string_view name, std::string_view help, std:
 
 void AppendHistogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h,
                      double scale) {
-  Header(out, name, help, "histogram");
+  AppendHistogramSeries(out, name, help, "", h, scale);
+}
+
+void AppendHistogramSeries(std::string& out, std::string_view name, std::string_view help, std::string_view labels,
+                           const Histogram& h, double scale) {
+  if (!help.empty()) Header(out, name, help, "histogram");
+  const std::string with = labels.empty() ? std::string() : absl::StrCat(ToAbsl(labels), ",");
+  const std::string only = labels.empty() ? std::string() : absl::StrCat("{", ToAbsl(labels), "}");
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.bounds().size(); ++i) {
     cumulative += h.counts()[i];
-    absl::StrAppend(&out, ToAbsl(name), "_bucket{le=\"", h.bounds()[i] * scale, "\"} ", cumulative, "\n");
+    absl::StrAppend(&out, ToAbsl(name), "_bucket{", with, "le=\"", h.bounds()[i] * scale, "\"} ", cumulative, "\n");
   }
   cumulative += h.counts().empty() ? 0 : h.counts().back();
-  absl::StrAppend(&out, ToAbsl(name), "_bucket{le=\"+Inf\"} ", cumulative, "\n");
-  absl::StrAppend(&out, ToAbsl(name), "_sum ", h.sum() * scale, "\n");
-  absl::StrAppend(&out, ToAbsl(name), "_count ", h.count(), "\n");
+  absl::StrAppend(&out, ToAbsl(name), "_bucket{", with, "le=\"+Inf\"} ", cumulative, "\n");
+  absl::StrAppend(&out, ToAbsl(name), "_sum", only, " ", h.sum() * scale, "\n");
+  absl::StrAppend(&out, ToAbsl(name), "_count", only, " ", h.count(), "\n");
 }
 
 std::string MetricsSnapshotText(const MetricsSnapshot& m) {

@@ -16,6 +16,12 @@ namespace tokenbatch::server {
 void AppendHistogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h,
                      double scale = 1.0);
 
+// One labelled series of histogram `name` (e.g. labels `route="/rerank"`):
+// HELP/TYPE lines first when `help` is not empty (once per name), then the
+// _bucket{labels,le=...}, _sum{labels} and _count{labels} lines.
+void AppendHistogramSeries(std::string& out, std::string_view name, std::string_view help, std::string_view labels,
+                           const Histogram& h, double scale = 1.0);
+
 // Every metric of `m`, named tokenbatch_*: queue size and tokens, budgets,
 // requests by outcome, batches by dispatch reason, OOM events and isolation
 // retries, and the batch size/tokens/cost/fill/padding-efficiency and queue-wait

@@ -59,7 +59,8 @@ class NoopBackend final : public EmbeddingBackend {
             absl::StrCat("dimensions ", in.dimensions, " outside [0, ", options_.hidden_size, "]"));
       }
       const int dims = in.dimensions == 0 ? options_.hidden_size : in.dimensions;
-      const std::int64_t seed = in.input_ids.front() + 31 * static_cast<std::int64_t>(in.input_ids.size());
+      std::int64_t seed = in.input_ids.front() + 31 * static_cast<std::int64_t>(in.input_ids.size());
+      for (std::int32_t t : in.token_type_ids) seed += 7 * static_cast<std::int64_t>(t);
       const int k = static_cast<int>((seed % 97 + 97) % 97);
       const bool normalize = in.normalize.value_or(options_.normalize);
       if (dims == options_.hidden_size && !raw_[k].empty()) {
@@ -75,6 +76,14 @@ class NoopBackend final : public EmbeddingBackend {
   std::int64_t max_positions() const override { return 0; }
   bool default_normalize() const override { return options_.normalize; }
   std::string name() const override { return "noop"; }
+  BackendInfo info() const override {
+    BackendInfo info;
+    if (!options_.labels.empty()) {
+      info.classifier =
+          ClassifierInfo{.labels = options_.labels, .activation = ScoreActivation::kSigmoid, .token_types = true};
+    }
+    return info;
+  }
 
  private:
   static constexpr int kMaxTabulatedHiddenSize = 4096;  // at most 2 x 97 x 4096 floats (3 MiB)
@@ -86,7 +95,11 @@ class NoopBackend final : public EmbeddingBackend {
 }  // namespace
 
 std::unique_ptr<EmbeddingBackend> MakeNoopBackend(const NoopBackendOptions& options) {
-  return std::make_unique<NoopBackend>(options);
+  if (options.labels.empty()) return std::make_unique<NoopBackend>(options);
+  NoopBackendOptions classifier = options;
+  classifier.hidden_size = static_cast<int>(options.labels.size());
+  classifier.normalize = false;
+  return std::make_unique<NoopBackend>(classifier);
 }
 
 }  // namespace tokenbatch::server

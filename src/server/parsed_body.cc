@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "server/json_text.h"
 
@@ -102,6 +103,25 @@ std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* fi
     return Err(422, absl::StrCat("`", field, "` must be in [", lo, ", ", hi, "], got ", body.Literal(*v)));
   }
   out = type == element_type::INT64 ? v->get_int64().value_unsafe() : static_cast<std::int64_t>(d);
+  return std::nullopt;
+}
+
+std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, TruncationDirection& out) {
+  std::string direction;
+  if (auto e = GetString(body, "truncation_direction", direction)) return e;
+  if (direction.empty() && !body.Find("truncation_direction")) return std::nullopt;
+  direction = absl::AsciiStrToLower(direction);
+  if (direction != "right" && direction != "left") {
+    return Err(422, absl::StrCat("`truncation_direction` must be \"Right\" or \"Left\", got \"", direction, "\""));
+  }
+  out = direction == "left" ? TruncationDirection::kLeft : TruncationDirection::kRight;
+  return std::nullopt;
+}
+
+std::optional<ApiError> GetPriority(const ParsedBody& body, int& level) {
+  std::optional<std::int64_t> p;
+  if (auto e = GetBoundedInteger(body, "priority", -kMaxPriority, kMaxPriority, p)) return e;
+  if (p) level = static_cast<int>(-*p);
   return std::nullopt;
 }
 

@@ -87,4 +87,13 @@ std::optional<ApiError> GetString(const ParsedBody& body, const char* field, std
 std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* field, std::int64_t lo, std::int64_t hi,
                                           std::optional<std::int64_t>& out);
 
+// TEI's `truncation_direction`: "Right" or "Left", any case (422 otherwise);
+// absent or null leaves `out` as is.
+std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, TruncationDirection& out);
+
+// vLLM's `priority`: an integer in [-kMaxPriority, kMaxPriority], lower values
+// served first (vLLM's convention); the scheduler's levels run the other way, so
+// `level` is its negation. Bounded so that the negation cannot overflow.
+std::optional<ApiError> GetPriority(const ParsedBody& body, int& level);
+
 }  // namespace tokenbatch::server::request_body

@@ -44,9 +44,31 @@ std::variant<std::optional<Clock::time_point>, ApiError> ParseTimeout(const std:
   return std::optional<Clock::time_point>(start + std::chrono::milliseconds(ms));
 }
 
-std::string Millis(double us) { return absl::StrCat(static_cast<std::int64_t>(us / 1000.0)); }
+std::string ComputeMillis(double us) { return absl::StrCat(static_cast<std::int64_t>(us / 1000.0)); }
 
 }  // namespace
+
+std::optional<ApiError> Router::SetDeadline(const HttpRequest& request, std::chrono::steady_clock::time_point start,
+                                            EmbedRequest& embed) {
+  auto deadline = ParseTimeout(request.timeout_ms, start);
+  if (auto* e = std::get_if<ApiError>(&deadline)) return *e;
+  embed.deadline = std::get<std::optional<Clock::time_point>>(deadline);
+  return std::nullopt;
+}
+
+void AppendComputeHeaders(HttpReply& out, const EmbedResult& r, double total_us) {
+  // TEI's header names and units (milliseconds).
+  // emplace_back, not an initializer list: that would copy every string.
+  out.headers.reserve(9);  // and x-request-id, added by Handle
+  out.headers.emplace_back("x-compute-type", "tokenbatch");
+  out.headers.emplace_back("x-compute-tokens", absl::StrCat(r.tokens));
+  out.headers.emplace_back("x-compute-characters", absl::StrCat(r.characters));
+  out.headers.emplace_back("x-tokenization-time", ComputeMillis(r.tokenize_us));
+  out.headers.emplace_back("x-queue-time", ComputeMillis(r.queue_us));
+  out.headers.emplace_back("x-inference-time", ComputeMillis(r.inference_us));
+  out.headers.emplace_back("x-compute-time", ComputeMillis(r.queue_us + r.inference_us));
+  out.headers.emplace_back("x-total-time", ComputeMillis(total_us));
+}
 
 HttpReply Router::ErrorReply(ApiFlavor flavor, const ApiError& error) {
   HttpReply reply{.status = error.status, .body = ErrorBody(flavor, error)};
@@ -58,13 +80,29 @@ Router::Router(const ServerOptions& options, EmbeddingService* service)
     : options_(options),
       cors_(CorsPolicy::Create(options.cors_allow_origins).value_or(CorsPolicy())),
       service_(service),
-      created_unix_s_(std::chrono::duration_cast<std::chrono::seconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count()) {}
+      classifier_(service->backend().info().classifier
+                      ? std::make_shared<const ClassifierInfo>(*service->backend().info().classifier)
+                      : nullptr),
+      created_unix_s_(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
 
 void Router::CountReply(const std::string& route, int status) {
   MutexLock lock(&mu_);
   ++replies_[{route, status}];
+}
+
+void Router::CountReply(const std::string& route, int status, double seconds) {
+  MutexLock lock(&mu_);
+  ++replies_[{route, status}];
+  auto it = durations_.find(route);
+  if (it == durations_.end()) it = durations_.emplace(route, Histogram::Exponential(0.001, 2.0, 16)).first;
+  it->second.Observe(seconds);
+}
+
+void Router::CountInputs(const std::string& route, std::size_t inputs) {
+  MutexLock lock(&mu_);
+  inputs_[route] += inputs;
 }
 
 const Router::Route* Router::FindRoute(std::string_view path) {
@@ -74,6 +112,10 @@ const Router::Route* Router::FindRoute(std::string_view path) {
       {"/tokenize", false, ApiFlavor::kTei, true, true, &Router::Tokenize},
       {"/decode", false, ApiFlavor::kTei, true, true, &Router::Decode},
       {"/detokenize", false, ApiFlavor::kOpenAi, true, true, &Router::Detokenize},
+      {"/rerank", false, ApiFlavor::kTei, true, true, &Router::RerankTei},
+      {"/v1/rerank", false, ApiFlavor::kOpenAi, true, true, &Router::RerankOpenAi},
+      {"/v2/rerank", false, ApiFlavor::kOpenAi, true, true, &Router::RerankOpenAi},
+      {"/predict", false, ApiFlavor::kTei, true, true, &Router::Predict},
       {"/health", true, ApiFlavor::kTei, false, false, &Router::Health},
       {"/info", true, ApiFlavor::kTei, true, false, &Router::Info},
       {"/metrics", true, ApiFlavor::kTei, true, false, &Router::Metrics},
@@ -95,10 +137,10 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
   auto shared_respond = std::make_shared<Respond>(std::move(respond));
   Respond reply = [this, name = std::string(route ? route->path : "other"), start, id = request.request_id,
                    method = request.method, origin = request.origin, shared_respond](HttpReply r) {
-    CountReply(name, r.status);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    CountReply(name, r.status, ms / 1000.0);
     r.headers.emplace_back("x-request-id", id);
     cors_.AppendReplyHeaders(origin, r.headers);
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     if (r.status >= 500) {
       spdlog::warn("request_id={} method={} route={} status={} ms={:.3f} error={}", id, method, name, r.status, ms,
                    r.body);
@@ -204,13 +246,18 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
     }
     embed = std::get<EmbedRequest>(std::move(parsed));
   }
+  if (classifier_) {
+    reply(ErrorReply(flavor, ApiError{400,
+                                      "this model is a cross-encoder (a sequence classifier): it scores with "
+                                      "/rerank and /predict, it does not embed"}));
+    return {};
+  }
   const Clock::time_point start = Clock::now();
-  auto deadline = ParseTimeout(request.timeout_ms, start);
-  if (auto* e = std::get_if<ApiError>(&deadline)) {
+  if (auto e = SetDeadline(request, start, embed)) {
     reply(ErrorReply(flavor, *e));
     return {};
   }
-  embed.deadline = std::get<std::optional<Clock::time_point>>(deadline);
+  CountInputs(openai ? "/v1/embeddings" : "/embed", embed.inputs.size());
   return service_->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
@@ -221,18 +268,7 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
         HttpReply out{.status = 200,
                       .body = flavor == ApiFlavor::kOpenAi ? OpenAiEmbeddingsBody(*r, model, base64)
                                                            : TeiEmbedBody(*r)};
-        const double total_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-        // TEI's header names and units (milliseconds).
-        // emplace_back, not an initializer list: that would copy every string.
-        out.headers.reserve(9);  // and x-request-id, added by Handle
-        out.headers.emplace_back("x-compute-type", "tokenbatch");
-        out.headers.emplace_back("x-compute-tokens", absl::StrCat(r->tokens));
-        out.headers.emplace_back("x-compute-characters", absl::StrCat(r->characters));
-        out.headers.emplace_back("x-tokenization-time", Millis(r->tokenize_us));
-        out.headers.emplace_back("x-queue-time", Millis(r->queue_us));
-        out.headers.emplace_back("x-inference-time", Millis(r->inference_us));
-        out.headers.emplace_back("x-compute-time", Millis(r->queue_us + r->inference_us));
-        out.headers.emplace_back("x-total-time", Millis(total_us));
+        AppendComputeHeaders(out, *r, std::chrono::duration<double, std::micro>(Clock::now() - start).count());
         reply(std::move(out));
       });
 }

@@ -6,6 +6,12 @@
 // exactly once, possibly later and on another thread. Routes:
 //   POST /v1/embeddings (OpenAI)   POST /embed (TEI)   POST /tokenize (TEI)
 //   POST /decode (TEI)   POST /detokenize (vLLM; OpenAI-shaped errors)
+//   POST /rerank (TEI's shape, or Cohere's / Jina's by its fields)
+//   POST /v1/rerank, /v2/rerank (Cohere's / Jina's; OpenAI-shaped errors)
+//   POST /predict (TEI)
+// The embedding routes need an embedding model, the rerank and predict routes a
+// cross-encoder (BackendInfo::classifier; rerank one with a single label): the
+// other kind gets 400 naming the routes it serves (score_api.h has the shapes).
 //   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
 // Unknown paths get 404 (OpenAI-shaped under /v1/, TEI-shaped elsewhere), a
 // known path with another method 405 with an Allow
@@ -23,9 +29,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,6 +42,7 @@
 
 #include "server/api.h"
 #include "server/cors.h"
+#include "tokenbatch/runtime/histogram.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/server_options.h"
@@ -87,6 +97,8 @@ class Router {
 
   // Counts a reply made outside Handle (by the socket layer: 400, 413, 431).
   void CountReply(const std::string& route, int status);
+  // Counts a reply of Handle and observes its time from arrival, in seconds.
+  void CountReply(const std::string& route, int status, double seconds);
 
   // The CORS headers for a reply to a request from `origin` (see CorsPolicy).
   [[nodiscard]] const CorsPolicy& cors() const { return cors_; }
@@ -129,16 +141,41 @@ class Router {
   std::function<void()> Decode(HttpRequest request, Respond respond);      // TEI's /decode
   std::function<void()> Detokenize(HttpRequest request, Respond respond);  // vLLM's /detokenize
   std::function<void()> Embed(HttpRequest request, Respond respond, bool openai);
+  // router_score.cc: TEI's /rerank, the Cohere-shaped /v1 and /v2 rerank, /predict.
+  std::function<void()> RerankTei(HttpRequest request, Respond respond);
+  std::function<void()> RerankOpenAi(HttpRequest request, Respond respond);
+  std::function<void()> Rerank(HttpRequest request, Respond respond, ApiFlavor flavor);
+  std::function<void()> Predict(HttpRequest request, Respond respond);
+  // Runs `embed` (a scoring request: its inputs unnormalised) for `route`, with
+  // the request's deadline, and answers `body` of the result with TEI's compute
+  // headers, or the error in `flavor`'s shape. Returns the cancel function.
+  std::function<void()> Score(const HttpRequest& request, Respond respond, ApiFlavor flavor, const std::string& route,
+                              EmbedRequest embed, std::function<std::string(const EmbedResult&)> body);
+  // The X-Request-Timeout-Ms header as embed.deadline, counted from `start`;
+  // 400 for a malformed value.
+  static std::optional<ApiError> SetDeadline(const HttpRequest& request, std::chrono::steady_clock::time_point start,
+                                             EmbedRequest& embed);
+  // Adds `inputs` (texts, pairs) to the route's tokenbatch_http_inputs_total.
+  void CountInputs(const std::string& route, std::size_t inputs);
   void DecodeIds(HttpRequest request, Respond respond, bool vllm);
 
   const ServerOptions options_;
   const CorsPolicy cors_;
   EmbeddingService* const service_;
+  // The backend's; null for an embedding model. Shared with the answers'
+  // callbacks, which may outlive a Router whose service is shut down after it.
+  const std::shared_ptr<const ClassifierInfo> classifier_;
   const std::int64_t created_unix_s_;  // when the server started: /v1/models `created`
   std::atomic<bool> shutting_down_{false};
   std::atomic<std::int64_t> in_flight_{0};
   mutable Mutex mu_;
   std::map<std::pair<std::string, int>, std::uint64_t> replies_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Histogram> durations_ ABSL_GUARDED_BY(mu_);   // by route, seconds
+  std::map<std::string, std::uint64_t> inputs_ ABSL_GUARDED_BY(mu_);  // by route
 };
+
+// TEI's x-compute-* and timing headers of a computed answer (router.cc), in
+// milliseconds; `total_us` is the time since the request arrived.
+void AppendComputeHeaders(HttpReply& out, const EmbedResult& result, double total_us);
 
 }  // namespace tokenbatch::server

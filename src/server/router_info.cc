@@ -35,9 +35,25 @@ std::function<void()> Router::Info(HttpRequest, Respond reply) {
   // TEI's names: cls, mean, last_token.
   if (!model.pooling.empty()) embedding["pooling"] = model.pooling == "last" ? "last_token" : model.pooling;
   if (!model.architecture.empty()) embedding["architecture"] = model.architecture;
+  nlohmann::json model_type = {{"embedding", embedding}};
+  if (model.classifier) {
+    // TEI's: a one-label sequence classifier is a "reranker", else a "classifier".
+    nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+    for (std::size_t i = 0; i < model.classifier->labels.size(); ++i) {
+      id2label[std::to_string(i)] = model.classifier->labels[i];
+      label2id[model.classifier->labels[i]] = i;
+    }
+    nlohmann::json head = {{"id2label", id2label},
+                           {"label2id", label2id},
+                           {"activation", model.classifier->activation == ScoreActivation::kSigmoid ? "sigmoid"
+                                          : model.classifier->activation == ScoreActivation::kTanh  ? "tanh"
+                                                                                                    : "identity"}};
+    if (!model.architecture.empty()) head["architecture"] = model.architecture;
+    model_type = {{model.classifier->labels.size() == 1 ? "reranker" : "classifier", head}};
+  }
   const nlohmann::json info = {
       {"model_id", options_.model_name},
-      {"model_type", {{"embedding", embedding}}},
+      {"model_type", model_type},
       {"backend", b.name()},
       {"normalize", b.default_normalize()},
       {"model_dtype", model.dtype},
@@ -87,6 +103,19 @@ std::string Router::MetricsText() const {
   for (const auto& [key, n] : replies_) {
     absl::StrAppend(&out, "tokenbatch_http_requests_total{route=\"", key.first, "\",code=\"", key.second, "\"} ", n,
                     "\n");
+  }
+  absl::StrAppend(&out,
+                  "# HELP tokenbatch_http_inputs_total Inputs submitted by route (texts; one per document "
+                  "of a rerank)\n# TYPE tokenbatch_http_inputs_total counter\n");
+  for (const auto& [route, n] : inputs_) {
+    absl::StrAppend(&out, "tokenbatch_http_inputs_total{route=\"", route, "\"} ", n, "\n");
+  }
+  bool first = true;
+  for (const auto& [route, h] : durations_) {
+    AppendHistogramSeries(out, "tokenbatch_http_request_duration_seconds",
+                          first ? "Time from a request's arrival to its reply, by route" : "",
+                          absl::StrCat("route=\"", route, "\""), h);
+    first = false;
   }
   return out;
 }

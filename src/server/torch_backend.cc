@@ -52,13 +52,30 @@ absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeHfBackend(const hf::HfEnco
   absl::StatusOr<std::unique_ptr<hf::HfEncoder>> encoder = hf::HfEncoder::Load(options);
   if (!encoder.ok()) return encoder.status();
   const hf::ModelDirectory& m = (*encoder)->model();
-  EncoderBackend::Limits limits{.vocab_size = m.config.vocab_size,
-                                .max_positions = m.max_seq_length,
-                                .normalize = (*encoder)->normalize(),
-                                .name = "hf",
-                                .info = {.architecture = m.config.model_type,
-                                         .dtype = options.dtype,
-                                         .pooling = std::string(backend::PoolingName((*encoder)->pooling()))}};
+  std::optional<ClassifierInfo> classifier;
+  if (m.classifier) {
+    classifier = ClassifierInfo{.labels = m.classifier->labels, .token_types = m.config.type_vocab_size > 1};
+    switch (m.classifier->activation) {
+      case hf::ScoreActivation::kIdentity:
+        classifier->activation = ScoreActivation::kIdentity;
+        break;
+      case hf::ScoreActivation::kSigmoid:
+        classifier->activation = ScoreActivation::kSigmoid;
+        break;
+      case hf::ScoreActivation::kTanh:
+        classifier->activation = ScoreActivation::kTanh;
+        break;
+    }
+  }
+  EncoderBackend::Limits limits{
+      .vocab_size = m.config.vocab_size,
+      .max_positions = m.max_seq_length,
+      .normalize = (*encoder)->normalize(),
+      .name = "hf",
+      .info = {.architecture = m.config.model_type,
+               .dtype = options.dtype,
+               .pooling = m.classifier ? std::string() : std::string(backend::PoolingName((*encoder)->pooling())),
+               .classifier = std::move(classifier)}};
   return std::unique_ptr<EmbeddingBackend>(std::make_unique<EncoderBackend>(*std::move(encoder), std::move(limits)));
 }
 

@@ -16,10 +16,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/tokenizer/tokenizer.h"
 #include "tokenizer/test_tokenizers.h"
@@ -115,6 +117,47 @@ TEST_P(BuildGoldenTest, DecodingEdgeCasesMatchHuggingFace) {
     EXPECT_EQ(*decoded, c.at("decoded").get<std::string>()) << GetParam() << " / " << c.at("name");
     EXPECT_EQ(*decoded_special, c.at("decoded_with_special").get<std::string>()) << GetParam() << " / " << c.at("name");
   }
+}
+
+TEST_P(BuildGoldenTest, PairsMatchHuggingFaceOnlySecondTruncation) {
+  std::vector<nlohmann::json> texts;
+  for (const char* file : {"corpus.jsonl", "realtext.jsonl", "realtext_multilingual.jsonl"}) {
+    for (auto& t : ReadJsonl(testing::kTokenizerTestData + "/" + file)) texts.push_back(std::move(t));
+  }
+  std::map<std::string, std::string> by_name;
+  for (const auto& t : texts) by_name[t.at("name").get<std::string>()] = t.at("text").get<std::string>();
+  const auto exceptions = Exceptions();
+  const auto cases = ReadJsonl(kGoldenDir + "/" + GetParam() + ".pairs.jsonl");
+  ASSERT_GE(cases.size(), 200u) << "run scripts/prepare_assets.sh";
+  size_t cut = 0, refused = 0;
+  for (const auto& c : cases) {
+    const std::string name = c.at("name");
+    const size_t plus = name.find(" + ");
+    const std::string a = name.substr(0, plus), b = name.substr(plus + 3);
+    if (exceptions.count({GetParam(), a}) > 0 || exceptions.count({GetParam(), b}) > 0) continue;
+    if (!by_name.contains(a) || !by_name.contains(b)) {
+      ADD_FAILURE() << GetParam() << ": \"" << name << "\" names texts not in the corpus: stale goldens";
+      continue;
+    }
+    const PairEncodeOptions options{
+        .max_tokens = c.at("max_length").get<size_t>(),
+        .side = c.at("side") == "left" ? PairTruncationSide::kLeft : PairTruncationSide::kRight};
+    auto got = tok_->EncodePair(by_name.at(a), by_name.at(b), options);
+    const std::string where =
+        absl::StrCat(GetParam(), " / ", name, " / ", options.max_tokens, " ", c.at("side").get<std::string>());
+    if (c.contains("error")) {
+      ++refused;
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kOutOfRange) << where;
+      continue;
+    }
+    ASSERT_TRUE(got.ok()) << where << ": " << got.status();
+    EXPECT_EQ(got->ids, c.at("ids").get<std::vector<uint32_t>>()) << where;
+    EXPECT_EQ(got->type_ids, c.at("type_ids").get<std::vector<uint32_t>>()) << where;
+    EXPECT_EQ(got->ids.size(), got->special.size()) << where;
+    if (options.max_tokens > 0 && got->ids.size() == options.max_tokens) ++cut;
+  }
+  EXPECT_GT(cut, 10u);  // the limits do cut
+  EXPECT_GT(refused, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(

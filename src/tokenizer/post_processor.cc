@@ -10,6 +10,55 @@
 namespace tokenbatch::tokenizer::internal {
 namespace {
 
+// TemplateProcessing's "pair": [{"SpecialToken": {"id", "type_id"}} | {"Sequence":
+// {"id": "A" | "B", "type_id"}}, ...], A before B, each once.
+absl::Status ParsePairTemplate(const nlohmann::json& items, const nlohmann::json& specials, PostProcessor& p) {
+  if (!items.is_array()) return InvalidArgumentError("TemplateProcessing pair template is not an array");
+  std::vector<PairPiece> pieces;
+  int seen = 0;  // sequences so far
+  for (const auto& item : items) {
+    PairPiece piece;
+    const bool sequence = item.is_object() && item.contains("Sequence");
+    if (!sequence && !(item.is_object() && item.contains("SpecialToken"))) {
+      return InvalidArgumentError("unsupported post_processor: TemplateProcessing pair item");
+    }
+    const auto& body = item.at(sequence ? "Sequence" : "SpecialToken");
+    if (!body.is_object() || !body.contains("id") || !body.at("id").is_string()) {
+      return InvalidArgumentError("TemplateProcessing pair item without a string \"id\"");
+    }
+    const std::string id = body.at("id").get<std::string>();
+    if (body.contains("type_id")) {
+      if (!body.at("type_id").is_number_unsigned() || body.at("type_id").get<uint64_t>() > 0xFFFF) {
+        return InvalidArgumentError(
+            absl::StrCat("TemplateProcessing pair item ", id, ": type_id must be an integer ", "in [0, 65535]"));
+      }
+      piece.type_id = body.at("type_id").get<uint32_t>();
+    }
+    if (sequence) {
+      if (id != (seen == 0 ? "A" : "B") || seen == 2) {
+        return InvalidArgumentError(
+            "unsupported post_processor: TemplateProcessing pair template other than $A then $B");
+      }
+      piece.kind = seen++ == 0 ? PairPiece::Kind::kFirst : PairPiece::Kind::kSecond;
+    } else {
+      if (!specials.is_object() || !specials.contains(id) || !specials.at(id).is_object() ||
+          !specials.at(id).contains("ids") || !specials.at(id).at("ids").is_array()) {
+        return InvalidArgumentError(absl::StrCat("TemplateProcessing special token ", id, " not in special_tokens"));
+      }
+      for (const auto& x : specials.at(id).at("ids")) {
+        if (!x.is_number_unsigned() || x.get<uint64_t>() > 0xFFFFFFFFu) {
+          return InvalidArgumentError(absl::StrCat("TemplateProcessing special token ", id, ": ids must be token ids"));
+        }
+        piece.ids.push_back(x.get<uint32_t>());
+      }
+    }
+    pieces.push_back(std::move(piece));
+  }
+  if (seen != 2) return InvalidArgumentError("TemplateProcessing pair template without both $A and $B");
+  p.pair = std::move(pieces);
+  return absl::OkStatus();
+}
+
 absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
   if (!j.is_object() || !j.contains("type")) return InvalidArgumentError("post_processor without a \"type\"");
   const std::string type = j.at("type").get<std::string>();
@@ -31,8 +80,24 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     // "cls": ["[CLS]", 101], "sep": ["[SEP]", 102]
-    p.prefix_ids.push_back(j.at("cls").at(1).get<uint32_t>());
-    p.suffix_ids.push_back(j.at("sep").at(1).get<uint32_t>());
+    const uint32_t cls = j.at("cls").at(1).get<uint32_t>();
+    const uint32_t sep = j.at("sep").at(1).get<uint32_t>();
+    p.prefix_ids.push_back(cls);
+    p.suffix_ids.push_back(sep);
+    using K = PairPiece::Kind;
+    if (type == "BertProcessing") {
+      p.pair = {{K::kSpecial, {cls}, 0},
+                {K::kFirst, {}, 0},
+                {K::kSpecial, {sep}, 0},
+                {K::kSecond, {}, 1},
+                {K::kSpecial, {sep}, 1}};
+    } else {
+      p.pair = {{K::kSpecial, {cls}, 0},
+                {K::kFirst, {}, 0},
+                {K::kSpecial, {sep, sep}, 0},
+                {K::kSecond, {}, 0},
+                {K::kSpecial, {sep}, 0}};
+    }
     if (type == "RobertaProcessing" && j.value("trim_offsets", true)) {
       p.trim_offsets = true;
       p.trim_add_prefix_space = j.value("add_prefix_space", true);
@@ -61,6 +126,12 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
       }
     }
     if (!seen_sequence) return InvalidArgumentError("TemplateProcessing single template without $A");
+    if (j.contains("pair") && !j.at("pair").is_null()) {
+      // A pair template this cannot follow leaves single sequences usable.
+      if (absl::Status s = ParsePairTemplate(j.at("pair"), specials, p); !s.ok()) {
+        p.pair_error = std::string(s.message());
+      }
+    }
     return absl::OkStatus();
   }
   return InvalidArgumentError(absl::StrCat("unsupported post_processor: ", type, " at post_processor"));
@@ -73,6 +144,8 @@ absl::StatusOr<PostProcessor> PostProcessor::Parse(const nlohmann::json& j) {
   if (!j.is_null()) {
     if (absl::Status s = ParseInto(j, p); !s.ok()) return s;
   }
+  if (p.pair.empty() && p.pair_error.empty())
+    p.pair = {{PairPiece::Kind::kFirst, {}, 0}, {PairPiece::Kind::kSecond, {}, 1}};
   return p;
 }
 

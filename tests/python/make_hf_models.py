@@ -3,7 +3,8 @@ architecture tokenbatch implements, for the parity tests (hf_parity.py).
 
     python make_hf_models.py OUT_DIR TOKENIZERS_DIR [CASE...]
 
-CASEs: bert, xlm-roberta, qwen3 (the default: all three, small), and
+CASEs: bert, xlm-roberta, qwen3, and the cross-encoders bert-reranker,
+xlm-roberta-reranker and bert-nli (the default: all six, small), and
 qwen3-0.6b (Qwen3-Embedding-0.6B's shape, 0.6 B parameters, 2.4 GB in float32:
 for scripts/gpu_check.sh, where its attention over long inputs can exhaust a GPU).
 
@@ -12,6 +13,9 @@ model.safetensors from transformers' save_pretrained, a tokenizer (a real one
 from TOKENIZERS_DIR, the repository's data/tokenizers, or, for XLM-R, from
 build/cache/tokenizers), modules.json, the
 Pooling config and, where the case calls for it, a Dense module and Normalize.
+The cross-encoder cases are what `CrossEncoder.save` writes: a
+*ForSequenceClassification config.json (id2label), its weights, the tokenizer and
+config_sentence_transformers.json with the activation.
 Weights are random (seeded) but scaled so activations stay in a realistic range.
 Idempotent: an existing directory with a matching stamp is kept.
 """
@@ -28,6 +32,12 @@ from sentence_transformers.sentence_transformer import modules as models
 STAMP_VERSION = "2"
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 
+# The special tokens each tokenizer's tokenizer_config.json names.
+BERT_SPECIAL_TOKENS = dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
+                           mask_token="[MASK]")
+XLMR_SPECIAL_TOKENS = dict(pad_token="<pad>", cls_token="<s>", sep_token="</s>", bos_token="<s>", eos_token="</s>",
+                           unk_token="<unk>", mask_token="<mask>")
+
 CASES = {
     # BERT with mean pooling over the text only (include_prompt false), a Dense
     # layer with tanh, Normalize, and prompts.
@@ -36,8 +46,7 @@ CASES = {
             vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=128, max_position_embeddings=512, hidden_act="gelu"),
         tokenizer="bert-base-uncased", pooling="mean", include_prompt=False, dense=48, normalize=True,
-        special=dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
-                     mask_token="[MASK]"),
+        special=BERT_SPECIAL_TOKENS,
         max_seq_length=200),
     # XLM-RoBERTa (positions offset by pad_token_id + 1) with CLS pooling and
     # XLM-R's own SentencePiece tokenizer (multilingual-e5-small's, unpacked from
@@ -48,8 +57,7 @@ CASES = {
             intermediate_size=128, max_position_embeddings=258, pad_token_id=1, type_vocab_size=1),
         tokenizer="build/cache/tokenizers/multilingual-e5-small", pooling="cls", include_prompt=True, dense=0,
         normalize=False,
-        special=dict(pad_token="<pad>", cls_token="<s>", sep_token="</s>", bos_token="<s>", eos_token="</s>",
-                     unk_token="<unk>", mask_token="<mask>"),
+        special=XLMR_SPECIAL_TOKENS,
         max_seq_length=256),
     # Qwen3 (RoPE, grouped-query attention, RMSNorm, causal) with last-token
     # pooling and Normalize, as Qwen3-Embedding is configured.
@@ -61,6 +69,40 @@ CASES = {
         tokenizer="qwen3", pooling="lasttoken", include_prompt=True, dense=0, normalize=True,
         special=dict(pad_token="<|endoftext|>", eos_token="<|endoftext|>"),
         max_seq_length=512),
+}
+
+# Cross-encoders (transformers' *ForSequenceClassification), as
+# sentence-transformers' CrossEncoder saves them. The BERT tokenizer is declared
+# a BertTokenizer, as the ms-marco cross-encoders' is, so that token_type_ids
+# reach the model; XLM-R has none.
+CROSS_ENCODER_CASES = {
+    # ms-marco-MiniLM-style reranker: one label, CrossEncoder's default sigmoid.
+    "bert-reranker": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=512, hidden_act="gelu", num_labels=1),
+        tokenizer="bert-base-uncased", tokenizer_class="BertTokenizer", activation=None,
+        special=BERT_SPECIAL_TOKENS,
+        max_seq_length=128),
+    # bge-reranker-style: XLM-R, one label, positions offset by pad_token_id + 1.
+    "xlm-roberta-reranker": dict(
+        config=lambda: transformers.XLMRobertaConfig(
+            vocab_size=250002, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=258, pad_token_id=1, type_vocab_size=1, num_labels=1),
+        tokenizer="build/cache/tokenizers/multilingual-e5-small", tokenizer_class="XLMRobertaTokenizer",
+        activation=None,
+        special=XLMR_SPECIAL_TOKENS,
+        max_seq_length=256),
+    # An NLI-style classifier: three named labels, the logits as they are (Identity).
+    "bert-nli": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=512, hidden_act="gelu",
+            id2label={0: "contradiction", 1: "entailment", 2: "neutral"},
+            label2id={"contradiction": 0, "entailment": 1, "neutral": 2}),
+        tokenizer="bert-base-uncased", tokenizer_class="BertTokenizer", activation="identity",
+        special=BERT_SPECIAL_TOKENS,
+        max_seq_length=128),
 }
 
 # Qwen3-Embedding-0.6B's configuration (its config.json), random weights.
@@ -114,13 +156,41 @@ def write_case(name, case, out, tokenizers_dir):
     final.rename(out)
 
 
+def write_cross_encoder(name, case, out, tokenizers_dir):
+    """A CrossEncoder directory: the classifier saved by transformers, re-saved by
+    sentence-transformers' CrossEncoder (which adds its own configuration)."""
+    from sentence_transformers import CrossEncoder
+    torch.manual_seed(4321)
+    config = case["config"]()
+    model = transformers.AutoModelForSequenceClassification.from_config(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.08)
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    tokenizer_dir = ROOT / case["tokenizer"] if "/" in case["tokenizer"] else tokenizers_dir / case["tokenizer"]
+    shutil.copy(tokenizer_dir / "tokenizer.json", tmp / "tokenizer.json")
+    (tmp / "tokenizer_config.json").write_text(json.dumps(dict(
+        tokenizer_class=case["tokenizer_class"], model_max_length=case["max_seq_length"], **case["special"])))
+    activation = {"identity": torch.nn.Identity(), None: None}[case["activation"]]
+    ce = CrossEncoder(str(tmp), device="cpu", activation_fn=activation)
+    final = tmp.with_suffix(".ce")
+    shutil.rmtree(final, ignore_errors=True)
+    ce.save(str(final), safe_serialization=True)
+    shutil.rmtree(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    final.rename(out)
+
+
 def main():
     root = pathlib.Path(sys.argv[1])
     tokenizers_dir = pathlib.Path(sys.argv[2])
     root.mkdir(parents=True, exist_ok=True)
     stamp = f"{STAMP_VERSION} transformers {transformers.__version__} torch {torch.__version__}"
-    names = sys.argv[3:] or list(CASES)
-    every = {**CASES, **LARGE_CASES}
+    names = sys.argv[3:] or list(CASES) + list(CROSS_ENCODER_CASES)
+    every = {**CASES, **CROSS_ENCODER_CASES, **LARGE_CASES}
     for name in names:
         if name not in every:
             sys.exit(f"make_hf_models: unknown case {name} (known: {', '.join(every)})")
@@ -128,7 +198,10 @@ def main():
         out = root / name
         if (out / ".stamp").exists() and (out / ".stamp").read_text() == stamp:
             continue
-        write_case(name, case, out, tokenizers_dir)
+        if name in CROSS_ENCODER_CASES:
+            write_cross_encoder(name, case, out, tokenizers_dir)
+        else:
+            write_case(name, case, out, tokenizers_dir)
         (out / ".stamp").write_text(stamp)
         print(f"make_hf_models: wrote {out}")
 

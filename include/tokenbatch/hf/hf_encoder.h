@@ -10,6 +10,11 @@
 //   leaves out a request's prompt_tokens when include_prompt is false) ->
 //   Dense layers -> Matryoshka truncation -> L2 normalisation (the Normalize
 //   module, or the request's choice).
+// A cross-encoder / classifier directory (ModelDirectory::classifier) runs
+//   transformer -> its classification head on the first token -> logits,
+// so Embed returns num_labels raw logits per input (no pooling, no
+// normalisation) and hidden_size() is num_labels; inputs may carry the token
+// types of a pair (query, document).
 // Execution layout (transformer.h): packed, [Σ tokens, H] through the linear
 // layers and attention per request, so padding costs nothing; or padded,
 // [B, Lmax, H] with a key mask, as transformers runs it.
@@ -61,7 +66,8 @@ class HfEncoder final : public backend::Encoder {
   // Loads everything or nothing. Blocks for the file reads, the weight copies and
   // the probe forward (docs/benchmarks.md). Errors: InvalidArgumentError naming the file and
   // field or tensor (see model_directory.h, safetensors.h; a Dense layer whose
-  // in_features differs from the width before it; no pooling), or an unusable
+  // in_features differs from the width before it; no pooling; a pooling or
+  // normalize option for a cross-encoder, which has neither), or an unusable
   // device / dtype; BackendError / OutOfMemoryError if the probe forward fails.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HfEncoder>> Load(const HfEncoderOptions& options);
   ~HfEncoder() override;

@@ -12,7 +12,8 @@
 //   sentence_bert_config.json            max_seq_length (sentence-transformers truncates to it)
 //   tokenizer_config.json                model_max_length: the same limit when the above
 //                                        has none (sentence-transformers >= 6 writes it here)
-//   config_sentence_transformers.json    prompts {name: text}, default_prompt_name
+//   config_sentence_transformers.json    prompts {name: text}, default_prompt_name; for a
+//                                        CrossEncoder, activation_fn
 //   tokenizer.json                       the tokenizer (read by tokenbatch::tokenizer)
 // Modules must come in the order Transformer, Pooling, Dense..., Normalize (the
 // order tokenbatch runs them); module types are matched by class name, so both
@@ -20,6 +21,11 @@
 // (...sentence_transformer.modules.pooling.Pooling) paths load.
 // Without modules.json the directory is a plain transformers model: pooling then
 // comes from the caller (`--pooling`), no dense layers, no normalisation.
+// A directory whose config.json "architectures" names a sequence classifier
+// (BertForSequenceClassification, XLMRobertaForSequenceClassification,
+// RobertaForSequenceClassification) and that has no Pooling module is a
+// cross-encoder / classifier (ClassifierHead): sentence-transformers' CrossEncoder
+// directory, or the transformers one it loads.
 //
 // Every value read is checked: a missing file the config points to, a wrong JSON
 // type, a non-positive or absurdly large size, an unsupported model_type, pooling
@@ -88,6 +94,37 @@ struct DenseLayer {
   std::string activation;  // "identity" or "tanh" (from activation_function)
 };
 
+// The activation sentence-transformers' CrossEncoder.predict applies to the
+// logits by default (its activation_fn).
+enum class ScoreActivation { kIdentity, kSigmoid, kTanh };
+// "identity" | "sigmoid" | "tanh".
+[[nodiscard]] std::string_view ScoreActivationName(ScoreActivation a);
+
+// A sequence-classification head on the transformer (transformers'
+// BertForSequenceClassification: the pooler's tanh(W1 h_cls + b1), then
+// classifier W2 x + b2; XLM-R / RoBERTa: classifier.dense, tanh, then
+// classifier.out_proj), giving num_labels logits per input.
+struct ClassifierHead {
+  std::string architecture_class;   // config.json architectures[0]
+  std::vector<std::string> labels;  // id2label, by id (transformers' default: LABEL_0, LABEL_1)
+  // CrossEncoder's activation_fn: config_sentence_transformers.json, else
+  // config.json's sentence_transformers.activation_fn or (sentence-transformers
+  // < 4) sbert_ce_default_activation_function, else sigmoid for one label and
+  // identity for more, as CrossEncoder defaults.
+  ScoreActivation activation = ScoreActivation::kSigmoid;
+};
+
+// Reads the head from config.json (`config`) and the CrossEncoder settings of
+// config_sentence_transformers.json (`st_config`, null when absent); nullopt
+// when `config` names no sequence classifier. Errors (InvalidArgumentError
+// naming `source` and the field): an unsupported *ForSequenceClassification
+// class or one that does not match `model_type`, malformed id2label (keys must
+// be 0..n-1, n <= 65536), an activation other than Identity, Sigmoid or Tanh.
+// `config` and `st_config` are nlohmann::json values, passed as their text.
+[[nodiscard]] absl::StatusOr<std::optional<ClassifierHead>> ParseClassifierHead(std::string_view config_json,
+                                                                                std::string_view st_config_json,
+                                                                                std::string_view source);
+
 struct ModelDirectory {
   std::string root;
   std::string transformer_dir;  // where config.json and the weights are (the Transformer module's path)
@@ -104,6 +141,9 @@ struct ModelDirectory {
   std::map<std::string, std::string> prompts;  // name -> text prepended to the input
   std::string default_prompt_name;             // "" = none
   std::string tokenizer_path;                  // <transformer_dir>/tokenizer.json ("" if absent)
+  // Set for a cross-encoder / classifier directory (see the header comment);
+  // pooling, dense and normalize then do not apply.
+  std::optional<ClassifierHead> classifier;
 };
 
 // Reads config.json alone (see the header comment for the checks).

@@ -18,6 +18,10 @@ struct EmbedInput {
   bool is_ids = false;
   std::string text;               // when !is_ids: UTF-8 text (NUL bytes allowed)
   std::vector<std::int64_t> ids;  // when is_ids: token ids, used as given
+  // Set for a cross-encoder's pair: `text` is the first text (a rerank query),
+  // this the second (a document), encoded with the tokenizer's pair template.
+  // Only for a classifier backend (BackendInfo::classifier), never with is_ids.
+  std::optional<std::string> text_pair;
 };
 
 // Which end of an input a request-level truncation cuts.
@@ -44,7 +48,9 @@ struct EmbedRequest {
 
 // The answer to an EmbedRequest: its embeddings and TEI's x-compute-* figures.
 struct EmbedResult {
-  std::vector<std::vector<float>> embeddings;  // one per input, same order
+  // One per input, same order: an embedding, or a classifier's raw logits
+  // (BackendInfo::classifier: one per label).
+  std::vector<std::vector<float>> embeddings;
   std::int64_t tokens = 0;                     // tokens computed, all inputs
   // TEI's x-compute-characters: Unicode characters (code points) of each text
   // input as sent, without a prompt, and the number of ids of each token-id input.

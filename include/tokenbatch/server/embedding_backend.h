@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,11 +25,27 @@
 
 namespace tokenbatch::server {
 
+// The function a cross-encoder's logits go through to become scores
+// (sentence-transformers' CrossEncoder activation_fn).
+enum class ScoreActivation { kIdentity, kSigmoid, kTanh };
+
+// What makes a backend a classifier / cross-encoder rather than an embedding
+// model: Embed returns labels.size() raw logits per input, and the routes
+// /rerank and /predict apply `activation` (or softmax) to them.
+struct ClassifierInfo {
+  std::vector<std::string> labels;  // by id (config.json id2label)
+  ScoreActivation activation = ScoreActivation::kSigmoid;
+  // The model reads token type ids (BERT), so a pair's second text gets the
+  // template's types (1); false (XLM-R): every token is type 0.
+  bool token_types = false;
+};
+
 // What /info says about the model.
 struct BackendInfo {
   std::string architecture;       // config.json model_type ("bert", ...); "" when unknown
   std::string dtype = "float32";  // weights and activations
   std::string pooling;            // "cls" | "mean" | "last"; "" when not pooled here
+  std::optional<ClassifierInfo> classifier;  // unset: an embedding model
 };
 
 class EmbeddingBackend {
@@ -63,6 +80,12 @@ struct NoopBackendOptions {
   // >= 0: a batch holding an input with this token id fails with BackendError, so
   // tests can exercise failure isolation and HTTP 500. -1 = never fail.
   std::int32_t fail_on_id = -1;
+  // Non-empty: the backend is a classifier with these labels (BackendInfo::
+  // classifier, sigmoid activation, token types read); hidden_size is then ignored
+  // and each input gets labels.size() values by the formula below, unnormalised,
+  // with x_0 + 31·n + 7·(the sum of its token type ids) as the offset, so that a
+  // test sees whether a pair's types reached the backend.
+  std::vector<std::string> labels;
 };
 
 // A backend that computes nothing: embedding value j of an input with ids

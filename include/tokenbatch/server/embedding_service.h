@@ -1,6 +1,9 @@
 // EmbeddingService: tokenizer -> Batcher -> backend, without any HTTP.
 //
-// A client request holds one or more inputs (texts or token ids). Embed tokenises
+// A client request holds one or more inputs (texts or token ids, or for a
+// cross-encoder backend (query, document) pairs: EmbedInput::text_pair, encoded
+// by the tokenizer's pair template with the document cut to max_input_tokens
+// unless the request's truncate is false, see PairToTokens). Embed tokenises
 // them on ServiceOptions::tokenizer_threads threads (never on the caller's thread,
 // which is an I/O thread; the threads drain their queue in bulk and are woken
 // only when needed, see src/server/work_queue.h), submits each input to the
@@ -68,8 +71,10 @@ class EmbeddingService {
   // function cancels whatever of the request is not done yet (for a client that
   // disconnected): queued inputs are removed, not computed. Errors passed to
   // `done`: InvalidArgument (invalid UTF-8, an empty input, an id out of range,
-  // bad dimensions), Oversize, QueueFull, ShuttingDown, Cancelled, Backend,
-  // OutOfMemory, DeadlineExceeded (request.deadline passed); messages start with "input[i]: " when one input is the cause.
+  // bad dimensions, a pair for an embedding backend), Oversize (also a pair whose
+  // query leaves no room for its document), QueueFull, ShuttingDown, Cancelled, Backend,
+  // OutOfMemory, DeadlineExceeded (request.deadline passed); messages start with "input[i]: " when one input is the
+  // cause.
   std::function<void()> Embed(EmbedRequest request, EmbedCallback done);
 
   // Tokenises `texts` on the pool; `done` is called exactly once.

@@ -19,7 +19,9 @@ namespace tokenbatch::server {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeTorchBackend(
     const backend::EncoderOptions& options);
 // Loads a Hugging Face model directory (see hf::HfEncoder::Load for the options
-// and errors). vocab_size is the config's; max_positions its max_seq_length.
+// and errors). vocab_size is the config's; max_positions its max_seq_length. A
+// cross-encoder directory gives a classifier backend (BackendInfo::classifier):
+// its labels, CrossEncoder activation, and whether the model reads token types.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<EmbeddingBackend>> MakeHfBackend(
     const hf::HfEncoderOptions& options);
 

@@ -14,7 +14,7 @@
 //                    BertPreTokenizer, Whitespace, WhitespaceSplit, Metaspace
 //                    (replacement, prepend_scheme always/first/never, split),
 //                    Sequence
-//   post-processors: TemplateProcessing (single), BertProcessing,
+//   post-processors: TemplateProcessing (single and pair), BertProcessing,
 //                    RobertaProcessing, ByteLevel, Sequence
 //   decoders:        ByteLevel, WordPiece, Metaspace, BPEDecoder, Replace,
 //                    ByteFallback, Fuse, Strip, Sequence
@@ -77,6 +77,21 @@ struct Encoding {
   std::vector<std::pair<uint32_t, uint32_t>> offsets;
   // special[i] is 1 for tokens added by the post-processor ([CLS], [SEP]), else 0.
   std::vector<uint8_t> special;
+  // Token type ids from the pair template (EncodePair); empty from the
+  // single-sequence methods, whose tokens are all type 0.
+  std::vector<uint32_t> type_ids;
+};
+
+// Which end of the second sequence EncodePair cuts.
+enum class PairTruncationSide { kRight, kLeft };
+
+// Options of one EncodePair call.
+struct PairEncodeOptions {
+  // > 0: keep at most this many tokens in all, special tokens included, by
+  // cutting the second sequence only (Hugging Face's truncation "only_second");
+  // 0: keep everything.
+  size_t max_tokens = 0;
+  PairTruncationSide side = PairTruncationSide::kRight;
 };
 
 // Options of one Encode call.
@@ -130,6 +145,22 @@ class Tokenizer {
   [[nodiscard]] absl::StatusOr<std::vector<Encoding>> EncodeWindows(std::string_view text, size_t window_tokens,
                                                                     size_t overlap_tokens,
                                                                     bool add_special_tokens = true) const;
+
+  // Encodes a pair of texts (a cross-encoder's query and document) with the
+  // post-processor's pair template, as Hugging Face's encode(first, second)
+  // does: each text is encoded alone, then the template puts the special tokens
+  // around and between them (BERT: [CLS] first [SEP] second [SEP], types 0 then
+  // 1; XLM-R: <s> first </s> </s> second </s>). Fills ids, special and
+  // type_ids, not offsets. options.max_tokens cuts the second text only; the
+  // first is never cut. Errors: those of Encode (naming which text);
+  // FailedPreconditionError when tokenizer.json's pair template is not supported;
+  // OutOfRangeError when the first text and the template's special tokens leave
+  // no room for a token of the second within options.max_tokens.
+  [[nodiscard]] absl::StatusOr<Encoding> EncodePair(std::string_view first, std::string_view second,
+                                                    const PairEncodeOptions& options = {}) const;
+
+  // The number of special tokens the pair template adds (3 for BERT, 4 for XLM-R).
+  [[nodiscard]] size_t NumPairSpecialTokens() const;
 
   // The number of special tokens the post-processor adds to one sequence (2 for
   // BERT's [CLS] .. [SEP], 0 for Qwen3); 0 when add_special_tokens is false.
