@@ -421,7 +421,8 @@ void Run(const ServeArgs& a) {
   auto backend = MakeBackend(a, model, *tok);
   if (const auto classifier = backend->info().classifier) {
     spdlog::info(
-        "backend {}: a cross-encoder with {} label(s) ({}), served on /rerank, /v1/rerank and /predict; "
+        "backend {}: a cross-encoder with {} label(s) ({}), served on /predict (and /rerank, /v1/rerank, /v2/rerank "
+        "for one label); "
         "tokenizer {}",
         backend->name(), classifier->labels.size(), fmt::join(classifier->labels, ", "), model.tokenizer);
   } else {

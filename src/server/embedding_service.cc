@@ -180,8 +180,8 @@ absl::StatusOr<InputTokens> EmbeddingService::Impl::TokenizePair(const EmbedRequ
   }
   // The document is cut unless the request says not to, whatever
   // auto_truncate says: a cross-encoder cuts every pair to the model's limit by
-  // default. (sentence-transformers' CrossEncoder cuts the longer of the two
-  // texts first, which is the document whenever it is longer than the query.)
+  // default. (sentence-transformers' CrossEncoder cuts "longest_first", which
+  // agrees with this only_second cut while the query is at most half the room.)
   return PairToTokens(*tokenizer, request.inputs[i],
                       PairTokenLimits{.vocab_size = backend->vocab_size(),
                                       .max_input_tokens = max_input_tokens,

@@ -21,7 +21,7 @@
 // carries Access-Control-Allow-Origin. A 401 carries WWW-Authenticate: Bearer
 // (RFC 6750 section 3). A POST body sent with Content-Encoding gzip or deflate
 // is decoded first (content_coding.h), within the payload limit. 429 answers
-// carry Retry-After. The embedding routes take vLLM's
+// carry Retry-After. The embedding, rerank and predict routes take vLLM's
 // `priority` body field and an X-Request-Timeout-Ms header: inputs not computed
 // by then get 504 (DeadlineExceeded), like a gateway whose upstream timed out.
 //
@@ -88,7 +88,7 @@ class Router {
   // an empty function when there is nothing to cancel.
   std::function<void()> Handle(HttpRequest request, Respond respond);
 
-  // From now on every embedding, tokenize and decode request gets 503; /health
+  // From now on every embedding, rerank, predict, tokenize and decode request gets 503; /health
   // answers 503 too, and the other GET routes, HEAD and OPTIONS are still answered.
   void BeginShutdown() { shutting_down_.store(true); }
   [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }

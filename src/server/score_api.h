@@ -49,7 +49,7 @@ struct RerankRequest {
   std::string query;
   std::vector<std::string> documents;
   bool raw_scores = false;
-  bool return_documents = false;      // TEI's return_text (default false); Cohere's return_documents (default true)
+  bool return_documents = false;      // TEI's return_text (default false); return_documents (default true: Jina, vLLM)
   std::optional<std::int64_t> top_n;  // unset: every document
   std::optional<bool> truncate;       // unset: cut the document (only_second)
   TruncationDirection truncation_direction = TruncationDirection::kRight;

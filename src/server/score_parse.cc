@@ -78,7 +78,7 @@ std::variant<RerankRequest, ApiError> ParseRerank(std::string_view body, const A
   if (auto e = GetBool(j, "return_documents", return_docs)) return *e;
   if (auto e = GetBool(j, "return_text", return_text)) return *e;
   out.raw_scores = raw.value_or(false);
-  // Jina, vLLM and Cohere's v1 return the documents unless told not to; TEI does not.
+  // Jina and vLLM return the documents unless told not to; TEI does not.
   out.return_documents = out.cohere ? return_docs.value_or(true) : return_text.value_or(false);
   if (auto e = GetBoundedInteger(j, "top_n", 1, std::int64_t{1} << 30, out.top_n)) return *e;
   if (auto e = GetTruncation(j, out.truncate, out.truncation_direction, out.priority)) return *e;

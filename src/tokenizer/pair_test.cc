@@ -120,6 +120,13 @@ TEST(TokenizerPairTest, EachPostProcessorHasItsPairTemplate) {
   ASSERT_NE(odd, nullptr);
   EXPECT_EQ(odd->EncodePair(a, b).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(odd->EncodePair(a, b).status().message(), HasSubstr("type_id"));
+
+  // A template without a pair template: pairs would lose their special tokens.
+  auto single_only = BertWith({{"type", "TemplateProcessing"},
+                               {"single", {{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+                               {"special_tokens", nlohmann::json::object()}});
+  ASSERT_NE(single_only, nullptr);
+  EXPECT_THAT(single_only->EncodePair(a, b).status().message(), HasSubstr("no pair template"));
 }
 
 }  // namespace

@@ -131,6 +131,9 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
       if (absl::Status s = ParsePairTemplate(j.at("pair"), specials, p); !s.ok()) {
         p.pair_error = std::string(s.message());
       }
+    } else {
+      // Pairs without their special tokens would silently score something else.
+      p.pair_error = "TemplateProcessing has no pair template";
     }
     return absl::OkStatus();
   }
