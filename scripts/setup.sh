@@ -11,6 +11,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang
+  # libFuzzer and clang's sanitizer runtimes for the fuzz targets (scripts/fuzz.sh):
+  # only recommended by clang, so not pulled in with --no-install-recommends
+  libclang-rt-14-dev
   # core + runtime
   libabsl-dev
   # tests and benchmarks
@@ -23,6 +26,8 @@ PACKAGES=(
   # non-thread-cached path for the reply-sized buffers cost ~25% of the server's
   # throughput (docs/benchmarks.md), and PyTorch recommends it for CPU inference
   libboost-dev libboost-system-dev wrk libgoogle-perftools-dev
+  # the API key's constant-time comparison (OpenSSL's CRYPTO_memcmp, over SHA-256)
+  libssl-dev
   # shortest round-trip float32 digits for JSON embeddings (the algorithm fmt uses,
   # without fmt's general writer around it)
   libdragonbox-dev

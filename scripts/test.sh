@@ -5,7 +5,8 @@
 # tests, checks the lock annotations with clang, installs the core and runtime
 # and builds a program against them, then builds the core and runtime again
 # under ThreadSanitizer and under AddressSanitizer+UndefinedBehaviorSanitizer and
-# runs their tests.
+# runs their tests, and last builds the fuzz targets (scripts/fuzz.sh), replays
+# their corpora and fuzzes each for FUZZ_SECONDS (30).
 # Usage: bash scripts/test.sh            (JOBS=N to change build parallelism)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,4 +54,7 @@ for sanitizer in thread address; do
   TSAN_OPTIONS="halt_on_error=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
     ctest --test-dir "build-$sanitizer" -j "$JOBS"
 done
+echo "== fuzz targets (clang, ASan+UBSan): replay the corpora, then fuzz each for ${FUZZ_SECONDS:-30} s"
+# All at once: the six share the machine's cores for the fuzzing time.
+bash scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" --parallel
 echo "== all tests passed"

@@ -11,11 +11,13 @@
 // model still loads, ends it at once.
 #include <pthread.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +42,7 @@
 #ifdef TOKENBATCH_HAVE_CALIBRATION_MODEL
 #include "cli/calibration_file.h"
 #endif
+#include "server/api_key.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/http_server.h"
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
@@ -105,14 +108,43 @@ struct ServeArgs {
   std::string host = server::ServerOptions{}.host;
   std::uint16_t port = server::ServerOptions{}.port;
   std::string api_key;
+  std::string api_key_file;
   std::size_t payload_limit = server::ServerOptions{}.payload_limit;
   int read_timeout_ms = static_cast<int>(server::ServerOptions{}.read_timeout.count());
+  std::uint32_t header_limit = server::ServerOptions{}.header_limit;
   std::string shutdown = "drain";
   std::string calibration;
   int noop_hidden = 384;
   int noop_delay_us = 0;
+  std::int32_t noop_fail_on_id = -1;
+  std::int64_t noop_oom_above_tokens = 0;
   std::string log_level = "info";
 };
+
+// Each connection holds a file descriptor: raises the soft open-files limit to
+// the hard one (as Go's runtime and nginx's worker_rlimit_nofile do), so that
+// thousands of idle clients do not exhaust a default soft limit of 1024 while
+// the system allows more. Returns the limit in force.
+rlim_t RaiseOpenFilesLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  rlim_t target = limit.rlim_max;
+  if (target == RLIM_INFINITY) {
+    // Linux refuses a soft limit above fs.nr_open even when the hard one is unlimited.
+    unsigned long long nr_open = 0;
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+      if (std::fscanf(f, "%llu", &nr_open) != 1) nr_open = 0;
+      std::fclose(f);
+    }
+    target = nr_open > 0 ? static_cast<rlim_t>(nr_open) : limit.rlim_cur;
+  }
+  if (limit.rlim_cur < target) {
+    const rlim_t soft = limit.rlim_cur;
+    limit.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return soft;
+  }
+  return limit.rlim_cur;
+}
 
 // Refuses a calibration file that fails the checks `calibrate` applies before
 // it recommends (cli/calibration_file.h): a budget it did not measure, or a fit
@@ -317,9 +349,17 @@ std::unique_ptr<server::EmbeddingBackend> MakeBackend(const ServeArgs& a, const 
                                                       const tokenizer::Tokenizer& tok) {
   if (a.backend == "noop") {
     if (a.noop_hidden < 1) Fail(kCommand, fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
+    if (a.noop_fail_on_id < -1) {
+      Fail(kCommand, fmt::format("--noop-fail-on-id must be a token id or -1, got {}", a.noop_fail_on_id));
+    }
+    if (a.noop_oom_above_tokens < 0) {
+      Fail(kCommand, fmt::format("--noop-oom-above-tokens must be >= 0, got {}", a.noop_oom_above_tokens));
+    }
     return server::MakeNoopBackend({.hidden_size = a.noop_hidden,
                                     .delay = std::chrono::microseconds(a.noop_delay_us),
-                                    .normalize = NormalizeFlag(a).value_or(true)});
+                                    .normalize = NormalizeFlag(a).value_or(true),
+                                    .fail_on_id = a.noop_fail_on_id,
+                                    .oom_above_tokens = a.noop_oom_above_tokens});
   }
   if (a.backend != "torch") Fail(kCommand, "--backend must be torch or noop, got " + a.backend);
 #ifdef TOKENBATCH_SERVER_HAVE_TORCH
@@ -437,6 +477,7 @@ void Run(const ServeArgs& a) {
   // at library load) do not inherit the mask, and a signal the kernel hands to
   // one of them would take the default action and kill the server undrained.
   if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail(kCommand, "cannot create the signal pipe");
+  const rlim_t open_files = RaiseOpenFilesLimit();
   SetStopHandler(OnStopSignal);
 
   server::ServerOptions opts;
@@ -444,6 +485,16 @@ void Run(const ServeArgs& a) {
   opts.port = a.port;
   opts.io_threads = a.io_threads;
   opts.api_key = a.api_key;
+  if (!a.api_key_file.empty()) {
+    if (!a.api_key.empty()) {
+      Fail(kCommand,
+           "--api-key-file is given and a key is set too (--api-key, TOKENBATCH_API_KEY or API_KEY): keep one");
+    }
+    opts.api_key = OrFail(kCommand, server::ReadApiKeyFile(a.api_key_file), "--api-key-file");
+  }
+  if (a.header_limit < 1024)
+    Fail(kCommand, fmt::format("--header-limit must be >= 1024 bytes, got {}", a.header_limit));
+  opts.header_limit = a.header_limit;
   opts.payload_limit = a.payload_limit;
   opts.max_client_batch_size = a.max_client_batch_size;
   opts.max_concurrent_requests = a.max_concurrent_requests;
@@ -456,6 +507,11 @@ void Run(const ServeArgs& a) {
   spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
                s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
                OversizePolicyName(s.oversize), service->max_input_tokens());
+  spdlog::info(
+      "client limits: read timeout {} ms (a whole request, or idle keep-alive), header limit {} bytes, "
+      "payload limit {} bytes, {} concurrent requests, open files {}",
+      opts.read_timeout.count(), opts.header_limit, opts.payload_limit, opts.max_concurrent_requests,
+      static_cast<unsigned long long>(open_files));
 
   unsigned char received = 0;
   while (read(g_stop_pipe[0], &received, 1) != 1) {
@@ -572,13 +628,24 @@ void AddServeCommand(CLI::App& app) {
   opt("--host,--hostname", args->host, "address to listen on (the HOSTNAME variable is not read)");
   opt("--port,-p", args->port, "TCP port", "PORT");
   opt("--api-key", args->api_key, "require Authorization: Bearer KEY (except /health)", "API_KEY");
+  opt("--api-key-file", args->api_key_file,
+      "read the API key from this file (one line), so that it shows neither in ps nor in the environment");
   opt("--payload-limit", args->payload_limit, "largest request body, bytes (413 beyond)", "PAYLOAD_LIMIT");
-  opt("--read-timeout-ms", args->read_timeout_ms, "close a connection that takes longer to send a request");
+  opt("--read-timeout-ms", args->read_timeout_ms,
+      "close a connection that takes longer to send a request (headers and body), or stays idle longer between "
+      "requests");
+  opt("--header-limit", args->header_limit, "largest request header block, bytes (431 beyond)");
   opt("--shutdown", args->shutdown,
       "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503); a second signal stops at once");
   opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");
   opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
   opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");
+  opt("--noop-fail-on-id", args->noop_fail_on_id,
+      "noop backend: a batch holding this token id fails (backend error; the server isolates the input), for fault "
+      "tests (-1 = never)");
+  opt("--noop-oom-above-tokens", args->noop_oom_above_tokens,
+      "noop backend: a batch of more tokens in total runs out of memory (halves are retried), for fault tests (0 = "
+      "never)");
   opt("--log-level", args->log_level, "trace, debug, info, warn, error");
   opt("--cors-allow-origin", args->cors_allow_origins,
       "origin whose web pages may call the server from a browser (CORS), e.g. https://app.example.com; "

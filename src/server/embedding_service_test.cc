@@ -9,7 +9,9 @@
 #include <functional>
 #include <future>
 #include <mutex>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -182,6 +184,30 @@ TEST(EmbeddingServiceFanIn, OneFailingInputFailsTheRequestOnceNamingIt) {
   EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("input[1]: "));
   (*service).reset();  // drains: any late resolution would call back again
   EXPECT_EQ(calls.load(), 1);
+}
+
+// The noop backend's injected out-of-memory fails any batch over its token limit;
+// the service retries halves, so only an input over the limit by itself fails.
+TEST(EmbeddingServiceFanIn, InjectedOutOfMemoryFailsOnlyTheInputTooLargeAlone) {
+  const auto backend = MakeNoopBackend({.hidden_size = 4, .oom_above_tokens = 4});
+  const std::vector<backend::EmbeddingInput> pair{{.input_ids = {1, 2, 3}}, {.input_ids = {4, 5}}};
+  EXPECT_EQ(GetErrorKind(backend->Embed(pair).status()), ErrorKind::kOutOfMemory);
+  EXPECT_TRUE(backend->Embed(std::span(pair).first(1)).ok());
+
+  auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  auto service =
+      EmbeddingService::Create({}, *std::move(tok), MakeNoopBackend({.hidden_size = 4, .oom_above_tokens = 4}));
+  ASSERT_TRUE(service.ok()) << service.status();
+  std::promise<absl::Status> small, large;
+  (*service)->Embed(
+      EmbedRequest{.inputs = {EmbedInput{.is_ids = true, .ids = {1, 2, 3}}, EmbedInput{.is_ids = true, .ids = {4, 5}},
+                              EmbedInput{.is_ids = true, .ids = {6, 7, 8, 9}}}},
+      [&](absl::StatusOr<EmbedResult> r) { small.set_value(r.status()); });
+  (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.is_ids = true, .ids = {1, 2, 3, 4, 5}}}},
+                    [&](absl::StatusOr<EmbedResult> r) { large.set_value(r.status()); });
+  EXPECT_TRUE(small.get_future().get().ok());
+  EXPECT_EQ(GetErrorKind(large.get_future().get()), ErrorKind::kOutOfMemory);
 }
 
 // The answer (where the caller formats its reply) runs on a tokenizer thread when

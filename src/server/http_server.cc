@@ -2,6 +2,7 @@
 // connections themselves are http_connection.h.
 #include "tokenbatch/server/http_server.h"
 
+#include <cerrno>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -33,6 +34,7 @@ struct HttpServer::Impl {
       : shared(options, service, &ioc),
         service(service),
         acceptor(net::make_strand(ioc)),
+        accept_timer(acceptor.get_executor()),
         watch_timer(ioc),
         deadline_timer(ioc) {
     shared.watch_timer = &watch_timer;
@@ -55,6 +57,24 @@ struct HttpServer::Impl {
         beast::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
         std::make_shared<Session>(std::move(socket), &shared)->Run();
+      } else if (ec == net::error::no_descriptors || ec == net::error::no_buffer_space || ec == net::error::no_memory ||
+                 ec.value() == ENFILE) {
+        // Out of file descriptors (thousands of idle or slow clients) or memory:
+        // accepting again at once would fail again and spin a core. Pause; the
+        // read timeout closes idle connections and frees descriptors meanwhile.
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_pause_warning >= kPauseWarningInterval) {
+          last_pause_warning = now;
+          spdlog::warn(
+              "accept failed: {}; pausing accepts {} ms at a time until it succeeds (raise the open-files "
+              "limit, ulimit -n, or lower --read-timeout-ms to drop idle connections sooner)",
+              ec.message(), kAcceptPause.count());
+        }
+        accept_timer.expires_after(kAcceptPause);
+        accept_timer.async_wait([this](beast::error_code) {
+          if (acceptor.is_open()) DoAccept();
+        });
+        return;
       } else {
         spdlog::warn("accept failed: {}", ec.message());
       }
@@ -69,6 +89,13 @@ struct HttpServer::Impl {
   EmbeddingService* const service;
   net::io_context ioc;
   tcp::acceptor acceptor;
+  // Delays the next accept after running out of descriptors (on the acceptor's strand).
+  static constexpr std::chrono::milliseconds kAcceptPause{100};
+  net::steady_timer accept_timer;
+  // On the acceptor's strand: the pause is logged at most once per interval,
+  // however often a freed descriptor lets one accept through.
+  static constexpr std::chrono::seconds kPauseWarningInterval{10};
+  std::chrono::steady_clock::time_point last_pause_warning{};
   net::steady_timer watch_timer;     // see Shared::ScheduleWatch
   net::steady_timer deadline_timer;  // see Shared::SweepDeadlines
   std::uint16_t port = 0;
@@ -120,6 +147,7 @@ void HttpServer::Stop() {
     net::post(s.acceptor.get_executor(), [&] {
       beast::error_code ignored;
       s.acceptor.close(ignored);
+      s.accept_timer.cancel();
       closed.set_value();
     });
     closed.get_future().wait();

@@ -50,6 +50,14 @@ class NoopBackend final : public EmbeddingBackend {
         }
       }
     }
+    if (options_.oom_above_tokens > 0) {
+      std::int64_t tokens = 0;
+      for (const backend::EmbeddingInput& in : inputs) tokens += static_cast<std::int64_t>(in.input_ids.size());
+      if (tokens > options_.oom_above_tokens) {
+        return OutOfMemoryError(absl::StrCat("noop backend told to run out of memory above ", options_.oom_above_tokens,
+                                             " tokens; the batch holds ", tokens));
+      }
+    }
     std::vector<backend::Embedding> out(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const backend::EmbeddingInput& in = inputs[i];

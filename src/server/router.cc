@@ -1,7 +1,6 @@
 // Router: the route table, auth, limits, and the embedding routes (see router.h).
 #include "server/router.h"
 
-#include <cctype>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -12,21 +11,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "server/api.h"
+#include "server/api_key.h"
 #include "server/content_coding.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
 namespace {
-
-// "Bearer <key>", the scheme case-insensitive (RFC 7235 section 2.1).
-bool BearerMatches(std::string_view authorization, std::string_view key) {
-  constexpr std::string_view kScheme = "bearer ";
-  if (authorization.size() != kScheme.size() + key.size()) return false;
-  for (size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
-  }
-  return authorization.substr(kScheme.size()) == key;
-}
 
 using Clock = std::chrono::steady_clock;
 

@@ -9,7 +9,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -202,6 +204,42 @@ TEST(ServeBinary, TeiEnvironmentNamesAfterFlagsAndOurOwn) {
   EXPECT_EQ(i["tokenization_workers"], 1);
   serve.Signal(SIGTERM);
   EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
+}
+
+// --api-key-file: the key comes from the file (its line end dropped), not the
+// command line; a wrong key is refused; an unreadable file stops the server.
+TEST(ServeBinary, ApiKeyFromAFile) {
+  const std::string path = ::testing::TempDir() + "tokenbatch_serve_key_" + std::to_string(::getpid());
+  std::ofstream(path) << "from-a-file\n";
+  {
+    ServeProcess serve({"--api-key-file", path}, {});
+    ASSERT_NE(serve.port(), 0);
+    for (const auto& [authorization, status] : std::vector<std::pair<std::string, int>>{
+             {"Authorization: Bearer from-a-file", 200}, {"Authorization: Bearer from-a-fil", 401}}) {
+      auto reply = Call(serve.port(), "GET", "/info", {}, {authorization});
+      ASSERT_TRUE(reply);
+      EXPECT_EQ(reply->status, status) << authorization;
+    }
+    auto health = Call(serve.port(), "GET", "/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    serve.Signal(SIGTERM);
+    EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
+  }
+  std::remove(path.c_str());
+  // `timeout`: a server that wrongly started would otherwise hold the test.
+  const std::string command = "timeout 20 " + std::string(TOKENBATCH_CLI_PATH) +
+                              " serve --backend noop --port 0 --tokenizer " +
+                              tokenbatch::testing::TestTokenizerPath("qwen3") + " --api-key-file " + path + " 2>&1";
+  FILE* out = popen(command.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  std::string log;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, out) != nullptr) log += buf;
+  const int status = pclose(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
+  EXPECT_NE(log.find("--api-key-file"), std::string::npos) << log;
+  EXPECT_NE(log.find(path), std::string::npos) << log;
 }
 
 // TEI's defaults where a client could depend on them: long inputs are cut

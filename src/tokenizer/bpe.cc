@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -58,8 +59,10 @@ absl::StatusOr<std::unique_ptr<Model>> Bpe::Create(const nlohmann::json& j, bool
         "unsupported model option: BPE continuing_subword_prefix/end_of_word_suffix/byte_fallback with ByteLevel");
   }
   for (const auto& [token, id] : j.at("vocab").items()) {
-    const auto v = id.get<uint32_t>();
-    if (v >= kMaxVocabId) return InvalidArgumentError(absl::StrCat("BPE vocab id ", v, " of ", token, " is too large"));
+    const absl::StatusOr<uint32_t> read =
+        JsonWhole<uint32_t>(id, absl::StrCat("BPE vocab id of ", token), kMaxVocabId - 1);
+    if (!read.ok()) return read.status();
+    const uint32_t v = *read;
     bpe->json_vocab_.emplace(token, v);
     bpe->SetTokenOfId(v, token);
     if (byte_level) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/unicode.h"
@@ -152,8 +153,12 @@ absl::Status Decoder::ParseInto(const nlohmann::json& j, const std::string& path
       return InvalidArgumentError(absl::StrCat(path, " (Strip): content must be one character"));
     }
     step.strip_char = DecodeUtf8(content, 0, len);
-    step.strip_start = j.at("start").get<size_t>();
-    step.strip_stop = j.at("stop").get<size_t>();
+    const absl::StatusOr<size_t> start = JsonWhole<size_t>(j.at("start"), absl::StrCat(path, " (Strip) start"));
+    const absl::StatusOr<size_t> stop = JsonWhole<size_t>(j.at("stop"), absl::StrCat(path, " (Strip) stop"));
+    if (!start.ok()) return start.status();
+    if (!stop.ok()) return stop.status();
+    step.strip_start = *start;
+    step.strip_stop = *stop;
   } else {
     return InvalidArgumentError(absl::StrCat("unsupported decoder: ", type, " at ", path));
   }

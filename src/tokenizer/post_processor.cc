@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
 
 namespace tokenbatch::tokenizer::internal {
 namespace {
@@ -80,8 +81,12 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     // "cls": ["[CLS]", 101], "sep": ["[SEP]", 102]
-    const uint32_t cls = j.at("cls").at(1).get<uint32_t>();
-    const uint32_t sep = j.at("sep").at(1).get<uint32_t>();
+    const absl::StatusOr<uint32_t> cls_id = JsonWhole<uint32_t>(j.at("cls").at(1), absl::StrCat(type, " cls id"));
+    const absl::StatusOr<uint32_t> sep_id = JsonWhole<uint32_t>(j.at("sep").at(1), absl::StrCat(type, " sep id"));
+    if (!cls_id.ok()) return cls_id.status();
+    if (!sep_id.ok()) return sep_id.status();
+    const uint32_t cls = *cls_id;
+    const uint32_t sep = *sep_id;
     p.prefix_ids.push_back(cls);
     p.suffix_ids.push_back(sep);
     using K = PairPiece::Kind;
@@ -119,7 +124,9 @@ absl::Status ParseInto(const nlohmann::json& j, PostProcessor& p) {
           return InvalidArgumentError(absl::StrCat("TemplateProcessing special token ", name, " not in special_tokens"));
         }
         for (const auto& id : specials.at(name).at("ids")) {
-          (seen_sequence ? p.suffix_ids : p.prefix_ids).push_back(id.get<uint32_t>());
+          const absl::StatusOr<uint32_t> v = JsonWhole<uint32_t>(id, absl::StrCat("TemplateProcessing id of ", name));
+          if (!v.ok()) return v.status();
+          (seen_sequence ? p.suffix_ids : p.prefix_ids).push_back(*v);
         }
       } else {
         return InvalidArgumentError("unsupported post_processor: TemplateProcessing item");

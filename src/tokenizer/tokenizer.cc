@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/model.h"
 #include "tokenizer/normalizer.h"
@@ -99,8 +100,26 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
     auto added = internal::ParseAddedTokens(j.value("added_tokens", nlohmann::json()), impl->normalizer, *impl->model);
     if (!added.ok()) return added.status();
     impl->added = std::move(*added);
+    // The post-processor may only add tokens the tokenizer knows: an id outside
+    // the vocabulary would reach the model as an embedding row it does not have.
+    auto known = [&](uint32_t id) {
+      return impl->added.content_by_id.contains(id) || impl->model->IdToToken(id).has_value();
+    };
+    std::vector<uint32_t> special_ids = impl->post.prefix_ids;
+    special_ids.insert(special_ids.end(), impl->post.suffix_ids.begin(), impl->post.suffix_ids.end());
+    for (const internal::PairPiece& piece : impl->post.pair) {
+      special_ids.insert(special_ids.end(), piece.ids.begin(), piece.ids.end());
+    }
+    for (const uint32_t id : special_ids) {
+      if (!known(id)) {
+        return InvalidArgumentError(absl::StrCat("post_processor special token id ", id,
+                                                 " is neither in the model's vocabulary nor an added token"));
+      }
+    }
     if (auto t = j.find("truncation"); t != j.end() && t->is_object() && t->contains("max_length")) {
-      impl->file_max_length = t->at("max_length").get<size_t>();
+      absl::StatusOr<size_t> max_length = internal::JsonWhole<size_t>(t->at("max_length"), "truncation max_length");
+      if (!max_length.ok()) return max_length.status();
+      impl->file_max_length = *max_length;
     }
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(absl::StrCat("malformed tokenizer.json: ", e.what()));

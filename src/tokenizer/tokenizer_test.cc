@@ -89,6 +89,38 @@ TEST(TokenizerLoadTest, ExposesTheFilesTruncationLengthWithoutApplyingIt) {
   EXPECT_EQ(*(*limited)->Count("the world the world"), 4u);  // full count, not cut to 3
 }
 
+// Ids, indexes and lengths must be whole numbers in range: a float or a
+// negative was converted with a cast (undefined behaviour for 1e300, found by
+// fuzz/tokenizer_json_fuzz.cc), and is now refused naming the field.
+TEST(TokenizerLoadTest, NumbersThatAreNotWholeOrInRangeAreRefused) {
+  auto vocab_with = [](const nlohmann::json& id) {
+    auto j = nlohmann::json::parse(SyntheticWith("truncation", nullptr));
+    j["model"]["vocab"]["zzz"] = id;
+    return j.dump();
+  };
+  for (const nlohmann::json& id :
+       {nlohmann::json(1e300), nlohmann::json(-1), nlohmann::json(2.5), nlohmann::json(std::uint64_t{1} << 40)}) {
+    EXPECT_THAT(LoadError(vocab_with(id)), HasSubstr("BPE vocab id of zzz must be a whole number")) << id;
+  }
+  EXPECT_THAT(LoadError(SyntheticWith("truncation", {{"max_length", -3}})),
+              HasSubstr("truncation max_length must be a whole number"));
+  EXPECT_THAT(LoadError(SyntheticWith("truncation", {{"max_length", 1e100}})),
+              HasSubstr("truncation max_length must be a whole number"));
+  EXPECT_THAT(LoadError(SyntheticWith("post_processor",
+                                      {{"type", "BertProcessing"}, {"cls", {"[CLS]", 1e30}}, {"sep", {"[SEP]", 1}}})),
+              HasSubstr("BertProcessing cls id must be a whole number"));
+  EXPECT_THAT(LoadError(SyntheticWith("decoder", {{"type", "Strip"}, {"content", " "}, {"start", -1}, {"stop", 0}})),
+              HasSubstr("(Strip) start must be a whole number"));
+}
+
+// A special token the post-processor adds must exist: an id outside the
+// vocabulary would reach the model as a row it does not have.
+TEST(TokenizerLoadTest, PostProcessorIdsOutsideTheVocabularyAreRefused) {
+  EXPECT_THAT(LoadError(SyntheticWith("post_processor",
+                                      {{"type", "BertProcessing"}, {"cls", {"[CLS]", 99999}}, {"sep", {"[SEP]", 1}}})),
+              HasSubstr("post_processor special token id 99999 is neither in the model's vocabulary"));
+}
+
 TEST(TokenizerLoadTest, MalformedJsonAndMissingFile) {
   EXPECT_THAT(LoadError("{not json"), HasSubstr("malformed tokenizer.json"));
   EXPECT_THAT(LoadError("[1, 2]"), HasSubstr("not a JSON object"));

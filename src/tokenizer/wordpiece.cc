@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -11,13 +12,19 @@ namespace tokenbatch::tokenizer::internal {
 absl::StatusOr<std::unique_ptr<Model>> WordPiece::Create(const nlohmann::json& j) {
   auto wp = std::unique_ptr<WordPiece>(new WordPiece());
   for (const auto& [token, id] : j.at("vocab").items()) {
-    const auto v = id.get<uint32_t>();
-    if (v >= kMaxVocabId) return InvalidArgumentError(absl::StrCat("WordPiece vocab id ", v, " of ", token, " is too large"));
+    const absl::StatusOr<uint32_t> read =
+        JsonWhole<uint32_t>(id, absl::StrCat("WordPiece vocab id of ", token), kMaxVocabId - 1);
+    if (!read.ok()) return read.status();
+    const uint32_t v = *read;
     wp->vocab_.emplace(token, v);
     wp->SetTokenOfId(v, token);
   }
   if (auto it = j.find("continuing_subword_prefix"); it != j.end() && !it->is_null()) wp->prefix_ = it->get<std::string>();
-  if (auto it = j.find("max_input_chars_per_word"); it != j.end() && !it->is_null()) wp->max_chars_ = it->get<size_t>();
+  if (auto it = j.find("max_input_chars_per_word"); it != j.end() && !it->is_null()) {
+    absl::StatusOr<size_t> max_chars = JsonWhole<size_t>(*it, "WordPiece max_input_chars_per_word");
+    if (!max_chars.ok()) return max_chars.status();
+    wp->max_chars_ = *max_chars;
+  }
   const std::string unk = j.value("unk_token", std::string("[UNK]"));
   auto it = wp->vocab_.find(unk);
   if (it == wp->vocab_.end()) return InvalidArgumentError(absl::StrCat("WordPiece unk_token ", unk, " not in vocab"));

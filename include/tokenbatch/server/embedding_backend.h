@@ -80,6 +80,11 @@ struct NoopBackendOptions {
   // >= 0: a batch holding an input with this token id fails with BackendError, so
   // tests can exercise failure isolation and HTTP 500. -1 = never fail.
   std::int32_t fail_on_id = -1;
+  // > 0: a batch holding more than this many tokens in total fails with
+  // OutOfMemory, as a device that runs out of memory on large batches would;
+  // failure isolation then retries its halves (runtime/isolation.h), so only an
+  // input longer than this alone fails. 0 = never.
+  std::int64_t oom_above_tokens = 0;
   // Non-empty: the backend is a classifier with these labels (BackendInfo::
   // classifier, sigmoid activation, token types read); hidden_size is then ignored
   // and each input gets labels.size() values by the formula below, unnormalised,
@@ -91,7 +96,8 @@ struct NoopBackendOptions {
 // A backend that computes nothing: embedding value j of an input with ids
 // x_0..x_{n-1} is ((x_0 + 31·n + j) mod 97) / 97 (then truncated to `dimensions`
 // and normalised as asked), so distinct inputs get distinct, checkable vectors
-// at a cost of O(H) per input. Fails only as NoopBackendOptions::fail_on_id asks.
+// at a cost of O(H) per input. Fails only as NoopBackendOptions::fail_on_id and
+// oom_above_tokens ask.
 [[nodiscard]] std::unique_ptr<EmbeddingBackend> MakeNoopBackend(const NoopBackendOptions& options);
 
 }  // namespace tokenbatch::server
