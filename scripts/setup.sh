@@ -41,6 +41,9 @@ PACKAGES=(
   # the project's Python environment for tests and reference implementations
   # (build/venv, from PyPI: scripts/setup_python.sh)
   python3 python3-venv python3-pip
+  # the load balancers the scale-out test runs in front of replicas
+  # (tests/lb/loopback_balancers.py, deploy/haproxy.cfg, deploy/nginx.conf)
+  haproxy nginx-light
 )
 
 # One dpkg-query for all packages; a package it does not know is missing too.

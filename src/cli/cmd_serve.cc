@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -113,6 +115,10 @@ struct ServeArgs {
   int read_timeout_ms = static_cast<int>(server::ServerOptions{}.read_timeout.count());
   std::uint32_t header_limit = server::ServerOptions{}.header_limit;
   std::string shutdown = "drain";
+  int shutdown_delay_ms = 0;
+  std::uint16_t lb_agent_port = 0;  // 0 = no agent listener
+  double lb_agent_backlog_ms =
+      std::chrono::duration<double, std::milli>(server::ServerOptions{}.half_weight_backlog).count();
   std::string calibration;
   int noop_hidden = 384;
   int noop_delay_us = 0;
@@ -500,6 +506,16 @@ void Run(const ServeArgs& a) {
   opts.max_concurrent_requests = a.max_concurrent_requests;
   opts.read_timeout = std::chrono::milliseconds(a.read_timeout_ms);
   opts.drain = mode;
+  if (a.shutdown_delay_ms < 0)
+    Fail(kCommand, fmt::format("--shutdown-delay-ms must be >= 0, got {}", a.shutdown_delay_ms));
+  if (!(a.lb_agent_backlog_ms > 0) || !std::isfinite(a.lb_agent_backlog_ms)) {
+    Fail(kCommand, fmt::format("--lb-agent-backlog-ms must be a positive number of ms, got {}", a.lb_agent_backlog_ms));
+  }
+  if (a.lb_agent_port != 0) {
+    if (a.lb_agent_port == a.port) Fail(kCommand, "--lb-agent-port must differ from --port");
+    opts.lb_agent_port = a.lb_agent_port;
+  }
+  opts.half_weight_backlog = std::chrono::microseconds(std::llround(std::min(a.lb_agent_backlog_ms, 1e9) * 1000));
   opts.model_name = model.name;
   opts.cors_allow_origins = a.cors_allow_origins;
   auto http = OrFail(kCommand, server::HttpServer::Start(opts, service.get()), "starting the server");
@@ -521,6 +537,13 @@ void Run(const ServeArgs& a) {
   // A second signal while draining ends the process at once (OnStopSignal reset
   // the handlers), as users expect of a second Ctrl-C.
   spdlog::info("received {}; stopping (again to stop at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (a.shutdown_delay_ms > 0) {
+    // Balancers and readiness probes see /health 503 (and the agent's drain)
+    // and stop sending before the listener closes; what they still send is served.
+    http->BeginDrain();
+    spdlog::info("closing the listener in {} ms (--shutdown-delay-ms)", a.shutdown_delay_ms);
+    std::this_thread::sleep_for(std::chrono::milliseconds(a.shutdown_delay_ms));
+  }
   http->Stop();
   http.reset();
   service.reset();
@@ -637,6 +660,15 @@ void AddServeCommand(CLI::App& app) {
   opt("--header-limit", args->header_limit, "largest request header block, bytes (431 beyond)");
   opt("--shutdown", args->shutdown,
       "on SIGTERM: drain (compute queued inputs) or cancel (answer them 503); a second signal stops at once");
+  opt("--shutdown-delay-ms", args->shutdown_delay_ms,
+      "on SIGTERM, keep serving this long with /health answering 503 \"draining\" (and the agent check \"drain\"), "
+      "so that balancers and Kubernetes stop sending before the listener closes, ms");
+  opt("--lb-agent-port", args->lb_agent_port,
+      "serve HAProxy's agent check on this port: the weight this replica asks for, from its queued tokens and "
+      "estimated backlog, and drain/down while stopping (0 = off)");
+  opt("--lb-agent-backlog-ms", args->lb_agent_backlog_ms,
+      "the estimated compute backlog (queued work in the workers' learned batch time) at which the agent's weight "
+      "halves, ms");
   opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");
   opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
   opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");

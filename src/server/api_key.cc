@@ -28,7 +28,9 @@ bool Sha256(std::string_view text, Digest& out) {
 
 }  // namespace
 
-bool BearerMatches(std::string_view authorization, std::string_view key) {
+ApiKey::ApiKey(std::string_view key) : empty_(key.empty()), hashed_(Sha256(key, digest_)) {}
+
+bool ApiKey::Matches(std::string_view authorization) const {
   constexpr std::string_view kScheme = "bearer ";
   // The scheme is public; only the credential after it is compared in constant time.
   bool scheme_ok = authorization.size() >= kScheme.size();
@@ -36,11 +38,13 @@ bool BearerMatches(std::string_view authorization, std::string_view key) {
     scheme_ok = std::tolower(static_cast<unsigned char>(authorization[i])) == kScheme[i];
   }
   const std::string_view credential = scheme_ok ? authorization.substr(kScheme.size()) : std::string_view();
-  Digest sent{}, expected{};
-  const bool hashed = Sha256(credential, sent) && Sha256(key, expected);
-  const bool same = CRYPTO_memcmp(sent.data(), expected.data(), sent.size()) == 0;
-  return scheme_ok && hashed && same;
+  Digest sent{};
+  const bool hashed = Sha256(credential, sent) && hashed_;
+  const bool same = CRYPTO_memcmp(sent.data(), digest_.data(), sent.size()) == 0;
+  return !empty_ && scheme_ok && hashed && same;
 }
+
+bool BearerMatches(std::string_view authorization, std::string_view key) { return ApiKey(key).Matches(authorization); }
 
 absl::StatusOr<std::string> ReadApiKeyFile(const std::string& path) {
   constexpr std::uintmax_t kMaxBytes = 4096;

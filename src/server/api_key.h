@@ -7,12 +7,32 @@
 // key's length either.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 
 namespace tokenbatch::server {
+
+// The configured key, kept as its SHA-256 digest from start-up, so that each
+// request hashes only its own credential. Immutable after construction:
+// thread-safe.
+class ApiKey {
+ public:
+  // `key` empty: no key is configured (empty() is true; Matches is false).
+  explicit ApiKey(std::string_view key);
+  [[nodiscard]] bool empty() const { return empty_; }
+  // BearerMatches(authorization, key) for the key given at construction,
+  // with the same timing guarantees. Does not block.
+  [[nodiscard]] bool Matches(std::string_view authorization) const;
+
+ private:
+  // Declared before hashed_, whose initialiser fills it.
+  std::array<unsigned char, 32> digest_{};
+  bool empty_;
+  bool hashed_;  // false only if OpenSSL failed: then nothing matches
+};
 
 // True when `authorization` (the Authorization header's value) is
 // "Bearer <key>", the scheme matched case-insensitively (RFC 7235 section 2.1)

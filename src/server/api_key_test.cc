@@ -67,5 +67,19 @@ TEST_F(ApiKeyFileTest, RefusesAMissingEmptyOrUnsendableKeyNamingTheFile) {
   EXPECT_THAT(std::string(large.status().message()), ::testing::HasSubstr("5000 bytes"));
 }
 
+TEST(ApiKeyTest, TheDigestKeptFromStartUpMatchesAsBearerMatchesDoes) {
+  const ApiKey key("s3cret");
+  EXPECT_FALSE(key.empty());
+  EXPECT_TRUE(key.Matches("Bearer s3cret"));
+  EXPECT_TRUE(key.Matches("bearer s3cret"));
+  EXPECT_FALSE(key.Matches("Bearer s3cre"));
+  EXPECT_FALSE(key.Matches("Bearer s3crett"));
+  EXPECT_FALSE(key.Matches("Basic s3cret"));
+  // No key configured: nothing matches, not even an empty credential.
+  const ApiKey none("");
+  EXPECT_TRUE(none.empty());
+  EXPECT_FALSE(none.Matches("Bearer "));
+}
+
 }  // namespace
 }  // namespace tokenbatch::server

@@ -201,7 +201,9 @@ void Session::OnReply(std::uint64_t gen, HttpReply reply) {
     stream_.socket().cancel(ignored);
   }
   if (peer_closed_) return Close();
-  Write(std::move(reply), keep_alive_ && !shared_->router.shutting_down());
+  // Draining or stopping: close the connection after this reply, so that the
+  // client's next request opens one, which a balancer sends elsewhere.
+  Write(std::move(reply), keep_alive_ && shared_->router.state() == ServingState::kServing);
 }
 
 void Session::SendParseError(int status, std::string message, ApiFlavor flavor) {

@@ -14,6 +14,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +36,9 @@ struct HttpServer::Impl {
         service(service),
         acceptor(net::make_strand(ioc)),
         accept_timer(acceptor.get_executor()),
+        agent_acceptor(acceptor.get_executor()),
+        agent_timer(acceptor.get_executor()),
+        load_timer(ioc),
         watch_timer(ioc),
         deadline_timer(ioc) {
     shared.watch_timer = &watch_timer;
@@ -82,6 +86,41 @@ struct HttpServer::Impl {
     });
   }
 
+  // The HAProxy agent check (load_weight.h): one line per connection, then
+  // close. Runs until the I/O threads stop, so that it says "down" while the
+  // queue drains.
+  void DoAgentAccept() {
+    agent_acceptor.async_accept(ioc, [this](beast::error_code ec, tcp::socket socket) {
+      if (!agent_acceptor.is_open()) return;
+      if (ec) {
+        // Out of descriptors: the HTTP acceptor's pause covers it; the agent
+        // retries at HAProxy's next check.
+        agent_timer.expires_after(kAcceptPause);
+        agent_timer.async_wait([this](beast::error_code) {
+          if (agent_acceptor.is_open()) DoAgentAccept();
+        });
+        return;
+      }
+      auto conn = std::make_shared<std::pair<tcp::socket, std::string>>(std::move(socket), shared.router.AgentCheck());
+      net::async_write(conn->first, net::buffer(conn->second), [conn](beast::error_code, std::size_t) {
+        beast::error_code ignored;
+        conn->first.shutdown(tcp::socket::shutdown_both, ignored);
+        conn->first.close(ignored);
+      });
+      DoAgentAccept();
+    });
+  }
+
+  // Samples the queue into the weight's time average (Router::SampleLoad)
+  // every kLoadSamplePeriod while the agent listens.
+  void SampleLoad() {
+    shared.router.SampleLoad(std::chrono::steady_clock::now());
+    load_timer.expires_after(kLoadSamplePeriod);
+    load_timer.async_wait([this](beast::error_code ec) {
+      if (!ec) SampleLoad();
+    });
+  }
+
   // `shared` is destroyed after `ioc`: the sessions that the io_context's pending
   // handlers hold, destroyed with it, touch `shared`. Its reply queue only keeps
   // the io_context's address until then.
@@ -92,6 +131,15 @@ struct HttpServer::Impl {
   // Delays the next accept after running out of descriptors (on the acceptor's strand).
   static constexpr std::chrono::milliseconds kAcceptPause{100};
   net::steady_timer accept_timer;
+  // The agent-check listener (ServerOptions::lb_agent_port), on the acceptor's
+  // strand too; closed only when the I/O threads stop.
+  tcp::acceptor agent_acceptor;
+  net::steady_timer agent_timer;
+  // Short against a batch's cycle, so that the average sees the queue fill and
+  // empty; each sample is one metrics snapshot.
+  static constexpr std::chrono::milliseconds kLoadSamplePeriod{10};
+  net::steady_timer load_timer;
+  std::uint16_t agent_port = 0;
   // On the acceptor's strand: the pause is logged at most once per interval,
   // however often a freed descriptor lets one accept through.
   static constexpr std::chrono::seconds kPauseWarningInterval{10};
@@ -103,9 +151,31 @@ struct HttpServer::Impl {
   std::once_flag stop_once;
 };
 
+namespace {
+
+// Opens, binds and listens `acceptor` on `endpoint` (address reuse on, so that
+// a restarted server binds at once); the first error, or none.
+beast::error_code Listen(tcp::acceptor& acceptor, const tcp::endpoint& endpoint) {
+  beast::error_code ec;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  return ec;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpServer::~HttpServer() { Stop(); }
 std::uint16_t HttpServer::port() const { return impl_->port; }
+std::uint16_t HttpServer::lb_agent_port() const { return impl_->agent_port; }
+
+void HttpServer::BeginDrain() {
+  if (impl_->shared.router.state() != ServingState::kServing) return;
+  impl_->shared.router.BeginDrain();
+  spdlog::info("draining: /health answers 503 and balancers are asked to send no more; still serving");
+}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOptions& options,
                                                                EmbeddingService* service) {
@@ -121,20 +191,28 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const ServerOption
   const net::ip::address address = net::ip::make_address(host, ec);
   if (ec) return InvalidArgumentError(absl::StrCat("--host ", host, " is not an IP address: ", ec.message()));
   auto impl = std::make_unique<Impl>(options, service);
-  const tcp::endpoint endpoint(address, options.port);
-  tcp::acceptor& acc = impl->acceptor;
-  acc.open(endpoint.protocol(), ec);
-  if (!ec) acc.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acc.bind(endpoint, ec);
-  if (!ec) acc.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", options.port, ": ", ec.message()));
+  if (const beast::error_code e = Listen(impl->acceptor, tcp::endpoint(address, options.port))) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", options.port, ": ", e.message()));
   }
-  impl->port = acc.local_endpoint().port();
+  impl->port = impl->acceptor.local_endpoint().port();
+  if (options.lb_agent_port) {
+    if (const beast::error_code e = Listen(impl->agent_acceptor, tcp::endpoint(address, *options.lb_agent_port))) {
+      return absl::UnavailableError(absl::StrCat("cannot listen for the load-balancer agent on ", host, ":",
+                                                 *options.lb_agent_port, ": ", e.message()));
+    }
+    impl->agent_port = impl->agent_acceptor.local_endpoint().port();
+    impl->DoAgentAccept();
+    impl->SampleLoad();  // before the I/O threads run: no handler touches the timer yet
+  }
   impl->DoAccept();
   impl->shared.StartDeadlineSweep();  // before the I/O threads run: no handler touches the timer yet
   for (int i = 0; i < options.io_threads; ++i) {
     impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
+  }
+  // The agent's line first: tests read the ports up to the "listening on" line.
+  if (options.lb_agent_port) {
+    spdlog::info("load-balancer agent check on {}:{} (weight halves at a backlog of {} ms)", host, impl->agent_port,
+                 options.half_weight_backlog.count() / 1000.0);
   }
   spdlog::info("listening on http://{}:{} ({} I/O threads)", host, impl->port, options.io_threads);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
@@ -166,6 +244,8 @@ void HttpServer::Stop() {
     }
     s.ioc.stop();
     for (std::thread& t : s.threads) t.join();
+    beast::error_code ignored;
+    s.agent_acceptor.close(ignored);  // balancers' checks are refused from now on
     s.shared.replies.Clear();
     spdlog::info("stopped");
   });

@@ -21,25 +21,27 @@ absl::StatusOr<InputTokens> PairToTokens(const tokenizer::Tokenizer& tokenizer, 
                                          const PairTokenLimits& limits) {
   if (input.is_ids || !input.text_pair.has_value()) return InvalidArgumentError("a pair needs two texts");
   // The query first, whether or not the document may be cut: the template's
-  // specials and the query must leave room for a document token.
-  const absl::StatusOr<std::size_t> query = tokenizer.Count(input.text, /*add_special_tokens=*/false);
-  if (query.ok() && limits.max_input_tokens > 0 &&
-      static_cast<std::int64_t>(*query + tokenizer.NumPairSpecialTokens()) >= limits.max_input_tokens) {
-    return QueryTooLong(tokenizer, *query, limits.max_input_tokens);
+  // specials and the query must leave room for a document token. Encoded once,
+  // and paired with the document from its ids.
+  const absl::StatusOr<tokenizer::Encoding> query =
+      tokenizer.Encode(input.text, {.add_special_tokens = false, .with_offsets = false});
+  if (!query.ok()) return tokenbatch::InvalidArgumentError(absl::StrCat("query: ", query.status().message()));
+  if (limits.max_input_tokens > 0 &&
+      static_cast<std::int64_t>(query->ids.size() + tokenizer.NumPairSpecialTokens()) >= limits.max_input_tokens) {
+    return QueryTooLong(tokenizer, query->ids.size(), limits.max_input_tokens);
   }
   const tokenizer::PairEncodeOptions options{
       .max_tokens = limits.truncate ? static_cast<std::size_t>(limits.max_input_tokens) : 0,
       .side = limits.direction == TruncationDirection::kLeft ? tokenizer::PairTruncationSide::kLeft
                                                              : tokenizer::PairTruncationSide::kRight};
-  absl::StatusOr<tokenizer::Encoding> enc = tokenizer.EncodePair(input.text, *input.text_pair, options);
+  absl::StatusOr<tokenizer::Encoding> enc = tokenizer.EncodePair(query->ids, *input.text_pair, options);
   if (!enc.ok()) {
-    const absl::string_view m = enc.status().message();
     if (enc.status().code() == absl::StatusCode::kOutOfRange) {
-      return QueryTooLong(tokenizer, query.ok() ? *query : 0, limits.max_input_tokens);
+      return QueryTooLong(tokenizer, query->ids.size(), limits.max_input_tokens);
     }
-    // "first text: ..." and "second text: ..." name the query and the document.
+    // "second text: ..." names the document.
+    const absl::string_view m = enc.status().message();
     std::string named(m.data(), m.size());
-    if (named.starts_with("first text")) named.replace(0, 10, "query");
     if (named.starts_with("second text")) named.replace(0, 11, "document");
     return tokenbatch::InvalidArgumentError(named);
   }

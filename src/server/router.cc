@@ -68,6 +68,7 @@ HttpReply Router::ErrorReply(ApiFlavor flavor, const ApiError& error) {
 
 Router::Router(const ServerOptions& options, EmbeddingService* service)
     : options_(options),
+      api_key_(options.api_key),
       cors_(CorsPolicy::Create(options.cors_allow_origins).value_or(CorsPolicy())),
       service_(service),
       classifier_(service->backend().info().classifier
@@ -167,7 +168,7 @@ std::function<void()> Router::Handle(HttpRequest request, Respond respond) {
     reply(std::move(r));
     return {};
   }
-  if (route->needs_key && !options_.api_key.empty() && !BearerMatches(request.authorization, options_.api_key)) {
+  if (route->needs_key && !api_key_.empty() && !api_key_.Matches(request.authorization)) {
     const bool missing = request.authorization.empty();
     HttpReply r = ErrorReply(
         flavor, ApiError{401, missing ? "missing API key: send Authorization: Bearer <key>" : "wrong API key"});

@@ -41,7 +41,9 @@
 #include <vector>
 
 #include "server/api.h"
+#include "server/api_key.h"
 #include "server/cors.h"
+#include "server/load_weight.h"
 #include "tokenbatch/runtime/histogram.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/server/embedding_service.h"
@@ -88,10 +90,28 @@ class Router {
   // an empty function when there is nothing to cancel.
   std::function<void()> Handle(HttpRequest request, Respond respond);
 
+  // From now on /health answers 503 {"status":"draining"} (balancers and
+  // readiness probes stop sending new work) while work is still served; each
+  // reply closes its keep-alive connection. Ignored once shutting down.
+  void BeginDrain() {
+    ServingState serving = ServingState::kServing;
+    state_.compare_exchange_strong(serving, ServingState::kDraining);
+  }
   // From now on every embedding, rerank, predict, tokenize and decode request gets 503; /health
   // answers 503 too, and the other GET routes, HEAD and OPTIONS are still answered.
-  void BeginShutdown() { shutting_down_.store(true); }
-  [[nodiscard]] bool shutting_down() const { return shutting_down_.load(); }
+  void BeginShutdown() { state_.store(ServingState::kStopping); }
+  [[nodiscard]] ServingState state() const { return state_.load(); }
+  [[nodiscard]] bool shutting_down() const { return state() == ServingState::kStopping; }
+  // Takes one sample of the queue into the time average the weight is computed
+  // from (QueueAverage); the server calls it every few milliseconds while the
+  // agent listens. Without samples the weight reads the queue at the moment.
+  void SampleLoad(std::chrono::steady_clock::time_point now);
+  // The weight this replica asks balancers for now (load_weight.h), 1..100.
+  [[nodiscard]] int LoadWeight() const;
+  // LoadWeight from a metrics snapshot already taken.
+  [[nodiscard]] int LoadWeight(const MetricsSnapshot& m) const;
+  // The HAProxy agent-check line for the state and weight now (AgentCheckLine).
+  [[nodiscard]] std::string AgentCheck() const;
   // HTTP requests accepted and not answered yet.
   [[nodiscard]] std::int64_t in_flight() const { return in_flight_.load(); }
 
@@ -160,18 +180,24 @@ class Router {
   void DecodeIds(HttpRequest request, Respond respond, bool vllm);
 
   const ServerOptions options_;
+  const ApiKey api_key_;  // options_.api_key's digest
   const CorsPolicy cors_;
   EmbeddingService* const service_;
   // The backend's; null for an embedding model. Shared with the answers'
   // callbacks, which may outlive a Router whose service is shut down after it.
   const std::shared_ptr<const ClassifierInfo> classifier_;
   const std::int64_t created_unix_s_;  // when the server started: /v1/models `created`
-  std::atomic<bool> shutting_down_{false};
+  std::atomic<ServingState> state_{ServingState::kServing};
   std::atomic<std::int64_t> in_flight_{0};
   mutable Mutex mu_;
   std::map<std::pair<std::string, int>, std::uint64_t> replies_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Histogram> durations_ ABSL_GUARDED_BY(mu_);   // by route, seconds
   std::map<std::string, std::uint64_t> inputs_ ABSL_GUARDED_BY(mu_);  // by route
+  // How far back the weight's queue average looks: a few batch cycles, and
+  // under HAProxy's agent-inter, so that a check sees the queue of the last
+  // second rather than of one moment.
+  static constexpr std::chrono::milliseconds kQueueAverageTimeConstant{500};
+  QueueAverage queue_average_ ABSL_GUARDED_BY(mu_){kQueueAverageTimeConstant};
 };
 
 // TEI's x-compute-* and timing headers of a computed answer (router.cc), in

@@ -12,12 +12,51 @@
 namespace tokenbatch::server {
 
 std::function<void()> Router::Health(HttpRequest, Respond reply) {
-  if (shutting_down()) {
-    reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
-  } else {
-    reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
+  switch (state()) {
+    case ServingState::kServing:
+      reply(HttpReply{.status = 200, .body = R"({"status":"ok"})"});
+      break;
+    case ServingState::kDraining:
+      reply(HttpReply{.status = 503, .body = R"({"status":"draining"})"});
+      break;
+    case ServingState::kStopping:
+      reply(HttpReply{.status = 503, .body = R"({"status":"shutting down"})"});
+      break;
   }
   return {};
+}
+
+int Router::LoadWeight() const { return LoadWeight(service_->metrics()); }
+
+void Router::SampleLoad(std::chrono::steady_clock::time_point now) {
+  const MetricsSnapshot m = service_->metrics();
+  MutexLock lock(&mu_);
+  queue_average_.Observe(now, m.queue_tokens, static_cast<std::int64_t>(m.queue_requests));
+}
+
+int Router::LoadWeight(const MetricsSnapshot& m) const {
+  double queued_tokens = static_cast<double>(m.queue_tokens);
+  double queued_inputs = static_cast<double>(m.queue_requests);
+  {
+    MutexLock lock(&mu_);
+    if (!queue_average_.empty()) {
+      queued_tokens = queue_average_.tokens();
+      queued_inputs = queue_average_.inputs();
+    }
+  }
+  const ReplicaLoad load{.queued_tokens = queued_tokens,
+                         .queued_inputs = queued_inputs,
+                         // The budget batches are cut to now (below the configured one after OOM).
+                         .max_batch_tokens = m.effective_budget,
+                         .max_batch_size = service_->options().batcher.scheduler.max_batch_size,
+                         .workers = service_->options().batcher.num_workers,
+                         .latency = m.learned_latency};
+  return LoadWeightPercent(load, options_.half_weight_backlog);
+}
+
+std::string Router::AgentCheck() const {
+  const ServingState s = state();
+  return AgentCheckLine(s, s == ServingState::kServing ? LoadWeight() : 0);
 }
 
 std::function<void()> Router::Metrics(HttpRequest, Respond reply) {
@@ -94,7 +133,12 @@ std::function<void()> Router::Models(HttpRequest, Respond reply) {
 }
 
 std::string Router::MetricsText() const {
-  std::string out = MetricsSnapshotText(service_->metrics());
+  const MetricsSnapshot m = service_->metrics();
+  std::string out = MetricsSnapshotText(m);
+  absl::StrAppend(&out,
+                  "# HELP tokenbatch_lb_weight_percent Weight this replica asks load balancers for (HAProxy agent "
+                  "check), from its queued tokens and estimated backlog\n",
+                  "# TYPE tokenbatch_lb_weight_percent gauge\ntokenbatch_lb_weight_percent ", LoadWeight(m), "\n");
   absl::StrAppend(&out, "# HELP tokenbatch_http_in_flight HTTP requests being handled\n",
                   "# TYPE tokenbatch_http_in_flight gauge\ntokenbatch_http_in_flight ", in_flight_.load(), "\n");
   absl::StrAppend(&out, "# HELP tokenbatch_http_requests_total HTTP replies by route and status code\n",

@@ -119,6 +119,27 @@ TEST(Router, AuthCodingsAndShutdown) {
   EXPECT_EQ(f.router->in_flight(), 0);
 }
 
+TEST(Router, DrainingSaysSoOnHealthAndKeepsServing) {
+  Fixture f = Make();
+  EXPECT_EQ(f.router->AgentCheck(), "ready up 100%\n");  // idle: full weight
+  f.router->BeginDrain();
+  EXPECT_EQ(f.router->state(), ServingState::kDraining);
+  const HttpReply health = Call(*f.router, {.method = "GET", .target = "/health"});
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(json::parse(health.body), json({{"status", "draining"}}));
+  EXPECT_EQ(f.router->AgentCheck(), "drain\n");
+  // Work a balancer still sends before it notices is served.
+  EXPECT_EQ(Call(*f.router, Post("/embed", R"({"inputs":"a"})")).status, 200);
+  f.router->BeginShutdown();
+  EXPECT_EQ(json::parse(Call(*f.router, {.method = "GET", .target = "/health"}).body),
+            json({{"status", "shutting down"}}));
+  EXPECT_EQ(f.router->AgentCheck(), "down\n");
+  f.router->BeginDrain();  // too late: stays stopping
+  EXPECT_EQ(f.router->state(), ServingState::kStopping);
+  EXPECT_EQ(Call(*f.router, Post("/embed", R"({"inputs":"a"})")).status, 503);
+  EXPECT_THAT(f.router->MetricsText(), HasSubstr("\ntokenbatch_lb_weight_percent 100\n"));
+}
+
 // Waits (up to 10 s) until the service has accepted `n` inputs into its Batcher.
 bool WaitForSubmitted(const EmbeddingService& service, std::uint64_t n) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);

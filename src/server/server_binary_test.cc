@@ -2,9 +2,10 @@
 // answers every request (200, or 503 once stopping) and exits 0; TEI's
 // environment names configure it, after flags and TOKENBATCH_ variables, and
 // HOSTNAME is ignored. Noop backend, the real Qwen3 tokenizer.
-#include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
-#include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,10 +21,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "server/serve_process.h"
 #include "server/test_client.h"
 #include "testing/tokenizer_data.h"
-
-extern char** environ;
 
 namespace tokenbatch::server {
 namespace {
@@ -32,88 +32,7 @@ using nlohmann::json;
 using testing::BuildRequest;
 using testing::Call;
 using testing::Connection;
-
-// A `tokenbatch serve` child process on an ephemeral port (read from its
-// "listening on" log line). Its stderr is drained by a thread until it exits.
-class ServeProcess {
- public:
-  ServeProcess(std::vector<std::string> flags, std::vector<std::string> env) {
-    // --log-level info: the port is read from the "listening on" line.
-    std::vector<std::string> argv = {TOKENBATCH_CLI_PATH, "serve", "--backend", "noop", "--port", "0",
-                                     "--log-level", "info",
-                                     "--tokenizer", tokenbatch::testing::TestTokenizerPath("qwen3")};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    for (char** e = environ; *e != nullptr; ++e) {
-      // Start from a clean slate: no serve setting inherited from the test's shell.
-      if (std::strncmp(*e, "TOKENBATCH_", 11) != 0) env.emplace_back(*e);
-    }
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDERR_FILENO);
-      close(fds[0]);
-      std::vector<char*> a, e;
-      for (auto& s : argv) a.push_back(s.data());
-      for (auto& s : env) e.push_back(s.data());
-      a.push_back(nullptr);
-      e.push_back(nullptr);
-      execve(a[0], a.data(), e.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    // Read the log until the port appears, then keep draining in a thread so the
-    // child never blocks on a full pipe.
-    std::string log;
-    const std::regex listening("listening on http://[0-9.]+:([0-9]+)");
-    char buf[4096];
-    std::smatch m;
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!std::regex_search(log, m, listening) && std::chrono::steady_clock::now() < give_up) {
-      pollfd p{.fd = fds[0], .events = POLLIN, .revents = 0};
-      if (poll(&p, 1, 100) == 0) continue;  // bounded: a server that never logs fails the test
-      const ssize_t n = read(fds[0], buf, sizeof buf);
-      if (n <= 0) break;
-      log.append(buf, static_cast<std::size_t>(n));
-    }
-    if (!m.empty()) port_ = static_cast<std::uint16_t>(std::stoi(m[1].str()));
-    else ADD_FAILURE() << "tokenbatch serve did not start:\n" << log;
-    drain_ = std::thread([fd = fds[0]] {
-      char b[4096];
-      while (read(fd, b, sizeof b) > 0) {
-      }
-      close(fd);
-    });
-  }
-  ~ServeProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (drain_.joinable()) drain_.join();
-  }
-  std::uint16_t port() const { return port_; }
-  void Signal(int sig) const { kill(pid_, sig); }
-  // The exit status if the child exits within `timeout`, else -1 (then killed).
-  int WaitExit(std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    while (std::chrono::steady_clock::now() < end) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::uint16_t port_ = 0;
-  std::thread drain_;
-};
+using testing::ServeProcess;
 
 TEST(ServeBinary, SigtermUnderLoadAnswersEveryRequestAndExitsZero) {
   // 2 ms per batch keeps inputs queued when SIGTERM arrives (drained, per the default).
@@ -227,19 +146,67 @@ TEST(ServeBinary, ApiKeyFromAFile) {
     EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
   }
   std::remove(path.c_str());
-  // `timeout`: a server that wrongly started would otherwise hold the test.
-  const std::string command = "timeout 20 " + std::string(TOKENBATCH_CLI_PATH) +
-                              " serve --backend noop --port 0 --tokenizer " +
-                              tokenbatch::testing::TestTokenizerPath("qwen3") + " --api-key-file " + path + " 2>&1";
-  FILE* out = popen(command.c_str(), "r");
-  ASSERT_NE(out, nullptr);
-  std::string log;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, out) != nullptr) log += buf;
-  const int status = pclose(out);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
-  EXPECT_NE(log.find("--api-key-file"), std::string::npos) << log;
-  EXPECT_NE(log.find(path), std::string::npos) << log;
+  const testing::ServeExit refused = testing::RunServeToExit("--port 0 --api-key-file " + path);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_NE(refused.log.find("--api-key-file"), std::string::npos) << refused.log;
+  EXPECT_NE(refused.log.find(path), std::string::npos) << refused.log;
+}
+
+// A free loopback port: bound, read, and released (another process could take
+// it meanwhile; nothing else on a test machine binds ephemeral ports by number).
+std::uint16_t FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  std::uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// --shutdown-delay-ms: after SIGTERM the server keeps serving, says "draining"
+// on /health and "drain" on the agent port, then stops as before and exits 0.
+TEST(ServeBinary, SigtermWithAShutdownDelayDrainsBeforeClosing) {
+  const std::uint16_t agent_port = FreeLoopbackPort();
+  ServeProcess serve({"--shutdown-delay-ms", "1500", "--lb-agent-port", std::to_string(agent_port)}, {});
+  ASSERT_NE(serve.port(), 0);
+  ASSERT_EQ(serve.agent_port(), agent_port);
+  auto health = Call(serve.port(), "GET", "/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  const auto signalled = std::chrono::steady_clock::now();
+  serve.Signal(SIGTERM);
+  const auto give_up = signalled + std::chrono::seconds(1);
+  while (health && health->status == 200 && std::chrono::steady_clock::now() < give_up) {
+    health = Call(serve.port(), "GET", "/health");
+  }
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  EXPECT_EQ(json::parse(health->body), json({{"status", "draining"}}));
+  // A request that a balancer sends before it notices is served.
+  auto late = Call(serve.port(), "POST", "/embed", json{{"inputs", "sent while draining"}}.dump());
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->status, 200);
+  EXPECT_EQ(late->header("connection"), "close");
+  EXPECT_EQ(serve.WaitExit(std::chrono::seconds(10)), 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - signalled, std::chrono::milliseconds(1500));
+  EXPECT_FALSE(Call(serve.port(), "GET", "/health").has_value());
+}
+
+TEST(ServeBinary, LoadBalancerFlagsAreChecked) {
+  for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--port 0 --shutdown-delay-ms -1", "--shutdown-delay-ms must be >= 0"},
+           {"--port 0 --lb-agent-backlog-ms 0", "--lb-agent-backlog-ms must be a positive number"},
+           {"--port 18099 --lb-agent-port 18099", "--lb-agent-port must differ from --port"}}) {
+    const testing::ServeExit refused = testing::RunServeToExit(flags);
+    EXPECT_NE(refused.status, 0) << flags;
+    EXPECT_NE(refused.log.find(message), std::string::npos) << flags << ":\n" << refused.log;
+  }
 }
 
 // TEI's defaults where a client could depend on them: long inputs are cut

@@ -77,6 +77,19 @@ TEST(TokenizerPairTest, BertTemplateTypesAndOnlySecondCuts) {
   auto invalid = bert.EncodePair(query, std::string("bad \xff utf-8"));
   ASSERT_FALSE(invalid.ok());
   EXPECT_THAT(invalid.status().message(), HasSubstr("second text"));
+
+  // The first text given as its ids (a query encoded once for many documents)
+  // gives the same encodings and the same refusals.
+  for (const PairEncodeOptions& options : {PairEncodeOptions{}, PairEncodeOptions{.max_tokens = limit},
+                                           PairEncodeOptions{.max_tokens = limit, .side = PairTruncationSide::kLeft}}) {
+    auto from_ids = bert.EncodePair(q, doc, options);
+    auto from_text = bert.EncodePair(query, doc, options);
+    ASSERT_TRUE(from_ids.ok()) << from_ids.status();
+    EXPECT_EQ(from_ids->ids, from_text->ids);
+    EXPECT_EQ(from_ids->type_ids, from_text->type_ids);
+    EXPECT_EQ(from_ids->special, from_text->special);
+  }
+  EXPECT_EQ(bert.EncodePair(q, doc, {.max_tokens = q.size() + 3}).status().code(), absl::StatusCode::kOutOfRange);
 }
 
 TEST(TokenizerPairTest, EachPostProcessorHasItsPairTemplate) {

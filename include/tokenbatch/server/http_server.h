@@ -15,6 +15,14 @@
 // does not take its reply within it, is closed by a sweep that runs every
 // read_timeout / 4 (10 ms to 1 s), so up to that much late.
 //
+// With ServerOptions::lb_agent_port, a second listener answers HAProxy's agent
+// check: one line per connection (server/load_weight.h) with the weight this
+// replica asks for, "drain" once BeginDrain was called, "down" once stopping.
+//
+// BeginDrain: /health answers 503 and every reply closes its connection, while
+// work is still accepted and served: what a balancer needs to see before the
+// listener closes (a Kubernetes preStop delay, an HAProxy agent's drain).
+//
 // Stop: stop accepting; new requests get 503 with Connection: close; the service
 // drains or fails its queue (ServerOptions::drain); every pending request is
 // answered; then connections are closed and the I/O threads joined.
@@ -44,6 +52,14 @@ class HttpServer {
 
   // The bound port (the ephemeral one when options.port was 0).
   [[nodiscard]] std::uint16_t port() const;
+
+  // The agent-check port (the ephemeral one when options.lb_agent_port was 0);
+  // 0 without an agent listener.
+  [[nodiscard]] std::uint16_t lb_agent_port() const;
+
+  // Starts draining, as described above; Stop still has to be called. Does not
+  // block; idempotent, and ignored once stopping. Any thread.
+  void BeginDrain();
 
   // Graceful stop, as described above. Blocks until done (at most the drain time
   // plus options.shutdown_grace). Idempotent; call from any thread but an I/O one.

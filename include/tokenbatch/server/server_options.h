@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,14 @@ struct ServerOptions {
   // On Stop, after every pending request is answered: how long idle keep-alive
   // connections may still send a request (answered 503 + Connection: close).
   std::chrono::milliseconds shutdown_grace{200};
+  // HAProxy agent-check port (load_weight.h: one line per connection with the
+  // weight this replica asks for, or drain / down while shutting down), on
+  // `host`. Unset: no agent listener; 0: an ephemeral port (tests), see
+  // HttpServer::lb_agent_port().
+  std::optional<std::uint16_t> lb_agent_port;
+  // The estimated compute backlog (the queue in µs of the workers' learned batch
+  // latency) at which the reported weight halves. > 0.
+  std::chrono::microseconds half_weight_backlog{100'000};
   // Origins whose web pages may call the server from a browser (TEI's
   // --cors-allow-origin): "*" for any, or serialized origins such as
   // "https://app.example.com" (see CorsPolicy, server/cors.h). Empty: none,

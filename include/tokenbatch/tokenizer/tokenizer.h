@@ -58,6 +58,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -157,6 +158,12 @@ class Tokenizer {
   // OutOfRangeError when the first text and the template's special tokens leave
   // no room for a token of the second within options.max_tokens.
   [[nodiscard]] absl::StatusOr<Encoding> EncodePair(std::string_view first, std::string_view second,
+                                                    const PairEncodeOptions& options = {}) const;
+  // The same with the first text already encoded: `first_ids` are
+  // Encode(first, {.add_special_tokens = false}).ids, so that a query is
+  // tokenised once for all the documents it is paired with. Errors: those of
+  // Encode for the second text (naming it), and the pair errors above.
+  [[nodiscard]] absl::StatusOr<Encoding> EncodePair(std::span<const uint32_t> first_ids, std::string_view second,
                                                     const PairEncodeOptions& options = {}) const;
 
   // The number of special tokens the pair template adds (3 for BERT, 4 for XLM-R).
