@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "fuzz/fuzz_check.h"
+#include "testing/build_paths.h"
 #include "tokenbatch/server/embedding_backend.h"
 #include "tokenbatch/server/embedding_service.h"
 #include "tokenbatch/server/http_server.h"
@@ -51,7 +52,7 @@ struct Server {
 
 Server& TheServer() {
   static Server* s = [] {
-    const std::string path = std::string(TOKENBATCH_SHIPPED_TOKENIZERS) + "/bert-base-uncased/tokenizer.json";
+    const std::string path = tokenbatch::testing::ShippedTokenizersDir() + "/bert-base-uncased/tokenizer.json";
     auto tok = tokenbatch::tokenizer::Tokenizer::FromFile(path);
     FUZZ_CHECK(tok.ok());
     // A small budget, so that long inputs meet the oversize paths.

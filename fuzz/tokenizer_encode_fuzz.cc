@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fuzz/tokenizer_fuzz_common.h"
+#include "testing/build_paths.h"
 
 namespace {
 
@@ -19,7 +20,7 @@ std::vector<std::unique_ptr<tokenbatch::tokenizer::Tokenizer>>& Tokenizers() {
   static auto* tokenizers = [] {
     auto* out = new std::vector<std::unique_ptr<tokenbatch::tokenizer::Tokenizer>>();
     for (const char* name : {"bert-base-uncased", "qwen3"}) {
-      const std::string path = std::string(TOKENBATCH_SHIPPED_TOKENIZERS) + "/" + name + "/tokenizer.json";
+      const std::string path = tokenbatch::testing::ShippedTokenizersDir() + "/" + name + "/tokenizer.json";
       auto tok = tokenbatch::tokenizer::Tokenizer::FromFile(path);
       if (!tok.ok()) {
         std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), std::string(tok.status().message()).c_str());

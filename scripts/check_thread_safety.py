@@ -8,6 +8,13 @@ and compiles each with clang++ -fsyntax-only -Wthread-safety
 -Werror=thread-safety, using the build's own include paths and definitions; the
 build's warning flags (GCC's) and its output flags are left out.
 
+Each check runs through ccache when it is installed (ccache caches a
+-fsyntax-only compile: its diagnostics and exit status), in the project's cache
+(TOKENBATCH_CCACHE_DIR, else ~/.cache/tokenbatch/ccache) with paths under the
+source tree rewritten relative to the build folder, as the builds do
+(CMakeLists.txt), so that an unchanged file in a new clone is not compiled
+again. A failing check is never cached.
+
 Usage: scripts/check_thread_safety.py BUILD_DIR [JOBS]
 Exit status 1, with clang's diagnostics, if any file fails.
 """
@@ -16,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -58,11 +66,21 @@ def takes_lock(path, seen):
     return False
 
 
+CCACHE = shutil.which("ccache")
+CCACHE_ENV = dict(
+    os.environ,
+    CCACHE_DIR=os.environ.get("TOKENBATCH_CCACHE_DIR") or os.path.expanduser("~/.cache/tokenbatch/ccache"),
+    CCACHE_BASEDIR=ROOT,
+    CCACHE_NOHASHDIR="1",
+)
+
+
 def clang_command(entry):
     args = entry.get("arguments") or shlex.split(entry["command"])
     # The compiler, and a launcher before it (ccache g++ ...): everything before the first flag.
     first_flag = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
-    out = ["clang++", "-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety", "-Wno-unknown-warning-option"]
+    out = [CCACHE] if CCACHE else []
+    out += ["clang++", "-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety", "-Wno-unknown-warning-option"]
     skip = False
     for a in args[first_flag:]:
         if skip:
@@ -79,7 +97,8 @@ def clang_command(entry):
 
 
 def check(entry):
-    proc = subprocess.run(clang_command(entry), cwd=entry["directory"], capture_output=True, text=True)
+    proc = subprocess.run(clang_command(entry), cwd=entry["directory"], env=CCACHE_ENV, capture_output=True,
+                          text=True)
     return entry["file"], proc.returncode, proc.stderr
 
 

@@ -5,9 +5,11 @@
 # sanitizer report, broken invariant or hang; the input that caused it is saved
 # in build-fuzz/artifacts/ (once the bug is fixed, add it to fuzz/regressions/<target>,
 # which is replayed every run and never merged away).
-# Usage: bash scripts/fuzz.sh [--seconds N] [--parallel] [--update-corpus] [TARGET...]
+# Usage: bash scripts/fuzz.sh [--seconds N] [--parallel] [--update-corpus] [--configure-only] [TARGET...]
 #   --seconds N        fuzz each target N seconds after the replay (default 30; 0 = replay only)
 #   --parallel         fuzz the targets at the same time (one process each) instead of in turn
+#   --configure-only   configure build-fuzz and stop (scripts/test.sh builds and runs
+#                      the AddressSanitizer+UBSan tests in it, on the same objects)
 #   --update-corpus    first write the raw seeds (fuzz/make_seeds.py), then after
 #                      fuzzing merge seeds, corpus and new finds (build-fuzz/work/<target>,
 #                      kept from the last run that fuzzed) into a minimal
@@ -20,12 +22,14 @@ JOBS="${JOBS:-2}"
 seconds=30
 update=0
 parallel=0
+configure_only=0
 targets=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --update-corpus) update=1; shift ;;
     --parallel) parallel=1; shift ;;
+    --configure-only) configure_only=1; shift ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -38,6 +42,7 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWit
   -DTOKENBATCH_COMPONENTS="tokenizer;backend;server" > /tmp/tokenbatch-fuzz-configure.$$.log 2>&1 ||
   { cat /tmp/tokenbatch-fuzz-configure.$$.log; exit 1; }
 rm -f /tmp/tokenbatch-fuzz-configure.$$.log
+((configure_only)) && exit 0
 cmake --build build-fuzz -j "$JOBS" --target "${targets[@]}"
 
 if ((update)); then

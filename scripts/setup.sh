@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  # toolchain
-  build-essential cmake ninja-build pkg-config clang
+  # toolchain; ccache in front of the compiler of every configuration (CMakeLists.txt)
+  build-essential cmake ninja-build pkg-config clang ccache
   # libFuzzer and clang's sanitizer runtimes for the fuzz targets (scripts/fuzz.sh):
   # only recommended by clang, so not pulled in with --no-install-recommends
   libclang-rt-14-dev

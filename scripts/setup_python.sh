@@ -3,6 +3,13 @@
 # python3 (python3-venv, installed by scripts/setup.sh) and installs exactly the
 # pinned packages of scripts/requirements.txt into it from PyPI (wheels only:
 # nothing is compiled). Never touches the system Python.
+# The wheels are downloaded once into a wheelhouse shared by every environment
+# and clone of the project (TOKENBATCH_WHEELHOUSE, default
+# ~/.cache/tokenbatch/wheels; pip keeps a file already there), then installed
+# from it with no index: the test and peer environments share torch's CUDA wheel
+# and its nvidia-* libraries, and a new clone downloads nothing. (pip's own
+# cache is not enough: it keeps nothing of what this machine's package index
+# serves.)
 # Idempotent: when build/venv/requirements.installed holds the interpreter's
 # version and the requirements file it only compares them (a few milliseconds).
 # Otherwise (first run, a changed file, a Python upgrade, an interrupted install)
@@ -26,7 +33,17 @@ if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want"
 fi
 echo "setup_python: installing $REQUIREMENTS into $VENV"
 "$PYTHON" -m venv --clear "$VENV"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  -r "$REQUIREMENTS"
+WHEELHOUSE="${TOKENBATCH_WHEELHOUSE:-$HOME/.cache/tokenbatch/wheels}"
+mkdir -p "$WHEELHOUSE"
+install_from_wheelhouse() {
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    --no-index --find-links "$WHEELHOUSE" -r "$REQUIREMENTS"
+}
+# Offline first; only what the wheelhouse lacks is downloaded.
+if ! install_from_wheelhouse 2>/dev/null; then
+  "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$WHEELHOUSE" -r "$REQUIREMENTS"
+  install_from_wheelhouse
+fi
 "$VENV/bin/python" -m pip check --disable-pip-version-check
 printf '%s' "$want" > "$STAMP"

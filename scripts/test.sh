@@ -3,58 +3,99 @@
 # (scripts/setup.sh), builds with -Werror, runs every test with CTest, builds
 # the model backend again against the PyPI torch wheel's libtorch and runs its
 # tests, checks the lock annotations with clang, installs the core and runtime
-# and builds a program against them, then builds the core and runtime again
-# under ThreadSanitizer and under AddressSanitizer+UndefinedBehaviorSanitizer and
-# runs their tests, and last builds the fuzz targets (scripts/fuzz.sh), replays
-# their corpora and fuzzes each for FUZZ_SECONDS (30).
+# from the main build and builds a program against them, builds the core and
+# runtime under ThreadSanitizer and runs their tests, builds the fuzz targets
+# and the AddressSanitizer+UBSan tests in one clang configuration (the same
+# instrumented objects) and runs those tests, replays the fuzz corpora and
+# fuzzes each target for FUZZ_SECONDS (30), and last checks that a new clone
+# would compile almost nothing (scripts/check_ccache_reuse.sh).
+#
+# Every configuration compiles through ccache (CMakeLists.txt: TOKENBATCH_CCACHE),
+# into ~/.cache/tokenbatch/ccache (the environment's TOKENBATCH_CCACHE_DIR moves it). At the end
+# it prints each stage's wall time (scripts/test_stages.sh), also written to
+# build/test-stages.txt.
 # Usage: bash scripts/test.sh            (JOBS=N to change build parallelism)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-2}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-30}"
 export CTEST_OUTPUT_ON_FAILURE=1
+export TOKENBATCH_CCACHE_DIR="${TOKENBATCH_CCACHE_DIR:-$HOME/.cache/tokenbatch/ccache}"
+mkdir -p build
+source scripts/test_stages.sh
+trap print_test_stages EXIT
 
-bash scripts/setup.sh
-if [ -f scripts/prepare_assets.sh ]; then bash scripts/prepare_assets.sh; fi
+# The main configuration; scripts/check_ccache_reuse.sh configures a new clone
+# with the same arguments.
+MAIN_CONFIG=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON)
 
-echo "== build (RelWithDebInfo, -Werror)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON
-cmake --build build -j "$JOBS"
-echo "== tests"
-ctest --test-dir build -j "$JOBS"
+setup() {
+  bash scripts/setup.sh
+  bash scripts/prepare_assets.sh
+}
 
-echo "== the model backend against the PyPI torch wheel's libtorch (CUDA 13; what GPU machines build with)"
+main_build() {
+  cmake -S . -B build "${MAIN_CONFIG[@]}"
+  cmake --build build -j "$JOBS"
+}
+
 # The same sources against torch 2.x from build/venv (scripts/requirements.txt):
 # the program and the model tests, run here on the CPU (scripts/gpu_check.sh runs
-# them on a GPU).
-torch_cmake="$(build/venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
-cmake -S . -B build-pytorch -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON \
-  -DTOKENBATCH_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$torch_cmake"
-cmake --build build-pytorch -j "$JOBS" --target tokenbatch_cli hf_encoder_test
-ctest --test-dir build-pytorch -j "$JOBS" \
-  -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
+# them on a GPU). Only the files that see libtorch's headers differ from the
+# main build's; the rest come from ccache.
+pytorch_build_and_tests() {
+  local torch_cmake
+  torch_cmake="$(build/venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+  cmake -S . -B build-pytorch "${MAIN_CONFIG[@]}" -DTOKENBATCH_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$torch_cmake"
+  cmake --build build-pytorch -j "$JOBS" --target tokenbatch_cli hf_encoder_test
+  ctest --test-dir build-pytorch -j "$JOBS" \
+    -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
+}
 
-echo "== clang -Wthread-safety over every translation unit that takes a lock (lock annotations)"
-python3 scripts/check_thread_safety.py build "$JOBS"
+# The main build already compiled the core and runtime with -Werror; a Release
+# tree of their own would only compile them again. The core-only configuration
+# without tests (what a user installing the library configures: no GoogleTest or
+# rapidcheck) is still configured, so that its options keep working.
+install_and_consumer() {
+  cmake -S . -B build-install -G Ninja -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_BUILD_TESTS=OFF > /dev/null
+  rm -rf build/install-prefix build/consumer
+  cmake --install build --prefix build/install-prefix
+  cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install-prefix" \
+    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  CCACHE_DIR="$TOKENBATCH_CCACHE_DIR" CCACHE_BASEDIR="$PWD" cmake --build build/consumer
+  build/consumer/consumer
+}
 
-echo "== the core and runtime installed into a prefix, and a program built against them"
-cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKENBATCH_WERROR=ON \
-  -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_BUILD_TESTS=OFF
-cmake --build build-install -j "$JOBS"
-rm -rf build-install/prefix build-install/consumer
-cmake --install build-install --prefix build-install/prefix
-cmake -S tests/consumer -B build-install/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build-install/prefix"
-cmake --build build-install/consumer
-build-install/consumer/consumer
+thread_sanitizer() {
+  cmake -S . -B build-thread -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON \
+    -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_SANITIZER=thread
+  cmake --build build-thread -j "$JOBS"
+  TSAN_OPTIONS="halt_on_error=1" ctest --test-dir build-thread -j "$JOBS"
+}
 
-for sanitizer in thread address; do
-  echo "== core + runtime under sanitizer: $sanitizer"
-  cmake -S . -B "build-$sanitizer" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON \
-    -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_SANITIZER="$sanitizer"
-  cmake --build "build-$sanitizer" -j "$JOBS"
-  TSAN_OPTIONS="halt_on_error=1" UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" \
-    ctest --test-dir "build-$sanitizer" -j "$JOBS"
-done
-echo "== fuzz targets (clang, ASan+UBSan): replay the corpora, then fuzz each for ${FUZZ_SECONDS:-30} s"
+# AddressSanitizer+UBSan tests in the fuzz targets' configuration (clang, ASan,
+# UBSan, coverage instrumentation): the core, runtime and tokenizer objects are
+# built once for both. The tests are those of the core-only sanitizer build:
+# the core, the runtime, the test helpers, and the tokenizer's SentencePiece and
+# bad-input test.
+address_sanitizer() {
+  bash scripts/fuzz.sh --configure-only
+  cmake --build build-fuzz -j "$JOBS" --target core_test core_property_test runtime_test sentencepiece_test testing_helpers_test
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" ctest --test-dir build-fuzz -j "$JOBS" \
+    -L '^(core_test|core_property_test|runtime_test|sentencepiece_test|testing_helpers_test)$'
+}
+
+stage "setup: Debian packages, Python environment, models and tokenizers" setup
+stage "main build (RelWithDebInfo, -Werror)" main_build
+stage "main tests" ctest --test-dir build -j "$JOBS"
+stage "model backend against the PyPI torch wheel's libtorch: build and tests" pytorch_build_and_tests
+stage "clang -Wthread-safety over every translation unit that takes a lock" \
+  python3 scripts/check_thread_safety.py build "$JOBS"
+stage "core and runtime installed from the main build; a program built against them" install_and_consumer
+stage "core and runtime under ThreadSanitizer: build and tests" thread_sanitizer
+stage "AddressSanitizer+UBSan tests (clang, shared with the fuzz targets): build and tests" address_sanitizer
 # All at once: the six share the machine's cores for the fuzzing time.
-bash scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" --parallel
+stage "fuzz targets: build, replay the corpora, fuzz each ${FUZZ_SECONDS} s" \
+  bash scripts/fuzz.sh --seconds "$FUZZ_SECONDS" --parallel
+stage "a new clone compiles almost nothing (ccache)" bash scripts/check_ccache_reuse.sh "${MAIN_CONFIG[@]}"
 echo "== all tests passed"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/build_paths.h"
 #include "tokenbatch/backend/encoder.h"
 
 namespace {
@@ -27,7 +28,7 @@ const TorchEncoder& Encoder() {
   static const std::unique_ptr<TorchEncoder> encoder = [] {
     tokenbatch::backend::EncoderOptions options;
     options.model_path =
-        Env("TOKENBATCH_BENCH_MODEL", std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt");
+        Env("TOKENBATCH_BENCH_MODEL", tokenbatch::testing::ModelDir() + "/minilm.pt");
     options.pooling = tokenbatch::backend::Pooling::kMean;
     options.num_threads = std::stoi(Env("TOKENBATCH_BENCH_THREADS", "1"));
     absl::StatusOr<std::unique_ptr<TorchEncoder>> loaded = TorchEncoder::Load(options);

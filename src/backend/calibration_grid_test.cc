@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tokenbatch/backend/calibration.h"
+#include "testing/build_paths.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::backend {
@@ -13,7 +14,7 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<TorchEncoder>> Load(const std::string& name) {
   EncoderOptions options;
-  options.model_path = std::string(TOKENBATCH_MODEL_DIR) + "/" + name + ".pt";
+  options.model_path = tokenbatch::testing::ModelDir() + "/" + name + ".pt";
   options.num_threads = 1;
   options.vocab_size = 1000;
   EXPECT_TRUE(std::filesystem::exists(options.model_path))

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenbatch/backend/calibration.h"
+#include "testing/build_paths.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::backend {
@@ -188,7 +189,7 @@ TEST(RecommendFromGridTest, AllZeroPeaksRecommendNothing) {
 // The grid of the report that found calibrate recommending 2^30 tokens: three
 // shapes read 0 bytes, and its old fit was pulled to 0 by them.
 TEST(RecommendFromGridTest, TheReportedGridRecommendsWithinWhatItMeasured) {
-  const std::string path = std::string(TOKENBATCH_TESTDATA_DIR) + "/calibration/minilm_cpu_2_30.json";
+  const std::string path = tokenbatch::testing::TestDataDir() + "/calibration/minilm_cpu_2_30.json";
   std::ifstream in(path);
   ASSERT_TRUE(in) << path;
   const nlohmann::json file = nlohmann::json::parse(in);

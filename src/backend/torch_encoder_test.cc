@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "testing/build_paths.h"
 #include "testing/float_compare.h"
 #include "tokenbatch/core/errors.h"
 
@@ -39,7 +40,7 @@ const char kHint[] =
     "build/cache/models (from the repository root)";
 
 std::string ModelPath(const std::string& name) {
-  return std::string(TOKENBATCH_MODEL_DIR) + "/" + name + ".pt";
+  return tokenbatch::testing::ModelDir() + "/" + name + ".pt";
 }
 
 // Loads a model, failing the test (never skipping) if it is missing.
@@ -65,7 +66,7 @@ std::unique_ptr<TorchEncoder> LoadOrFail(const std::string& name, Pooling poolin
 }
 
 nlohmann::json Reference() {
-  const std::string path = std::string(TOKENBATCH_MODEL_DIR) + "/tiny_reference.json";
+  const std::string path = tokenbatch::testing::ModelDir() + "/tiny_reference.json";
   std::ifstream in(path);
   if (!in) {
     ADD_FAILURE() << "missing " << path << kHint;
@@ -238,7 +239,7 @@ TEST(TorchEncoderTest, BadOptionsAreRefused) {
   EXPECT_EQ(GetErrorKind(TorchEncoder::Load(options).status()), ErrorKind::kInvalidArgument);
   // A file that is not TorchScript is a backend error, not a crash.
   options = EncoderOptions{};
-  options.model_path = std::string(TOKENBATCH_MODEL_DIR) + "/tiny.json";
+  options.model_path = tokenbatch::testing::ModelDir() + "/tiny.json";
   EXPECT_EQ(GetErrorKind(TorchEncoder::Load(options).status()), ErrorKind::kBackend);
 }
 

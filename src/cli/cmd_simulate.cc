@@ -25,6 +25,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/default_paths.h"
 #include "cli/fail.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/sim/progress.h"
@@ -65,9 +66,9 @@ std::string DefaultTokenizer(const SimulateFlags& flags, const std::optional<sim
     const std::filesystem::path own = std::filesystem::path(calibration->model_path) / "tokenizer.json";
     std::error_code ec;
     if (!calibration->model_path.empty() && std::filesystem::is_regular_file(own, ec)) return own.string();
-    return TOKENBATCH_BERT_TOKENIZER;
+    return BertTokenizerPath();
   }
-  return flags.model == "minilm" ? TOKENBATCH_BERT_TOKENIZER : TOKENBATCH_DEFAULT_TOKENIZER;
+  return flags.model == "minilm" ? BertTokenizerPath() : DefaultTokenizerPath();
 }
 
 // Counts with flags.tokenizer. A tokenizer the user named must load; the default

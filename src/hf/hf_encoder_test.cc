@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "testing/build_paths.h"
 #include "testing/float_compare.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
@@ -32,7 +33,7 @@ using nlohmann::json;
 // largest value.
 constexpr double kModelTolerance = 1e-4;
 
-const std::string kMiniLm = std::string(TOKENBATCH_MODEL_DIR) + "/all-MiniLM-L6-v2";
+const std::string kMiniLm = tokenbatch::testing::ModelDir() + "/all-MiniLM-L6-v2";
 
 double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
   double dot = 0, na = 0, nb = 0;

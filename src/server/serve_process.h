@@ -23,13 +23,17 @@ extern char** environ;
 
 namespace tokenbatch::server::testing {
 
+// The absolute path of the `tokenbatch` program this test was built with
+// (defined in a file CMake generates, serve_binary_path.cc).
+std::string ServeBinaryPath();
+
 // A `tokenbatch serve` child process on an ephemeral port (read from its
 // "listening on" log line). Its stderr is drained by a thread until it exits.
 class ServeProcess {
  public:
   ServeProcess(std::vector<std::string> flags, std::vector<std::string> env) {
     // --log-level info: the port is read from the "listening on" line.
-    std::vector<std::string> argv = {TOKENBATCH_CLI_PATH, "serve", "--backend", "noop", "--port", "0",
+    std::vector<std::string> argv = {ServeBinaryPath(), "serve", "--backend", "noop", "--port", "0",
                                      "--log-level", "info",
                                      "--tokenizer", tokenbatch::testing::TestTokenizerPath("qwen3")};
     argv.insert(argv.end(), flags.begin(), flags.end());
@@ -120,7 +124,7 @@ struct ServeExit {
 // and `flags` (shell words) until it exits; killed after 20 s, so that a server
 // that wrongly started cannot hold the test.
 inline ServeExit RunServeToExit(const std::string& flags) {
-  const std::string command = "timeout 20 " + std::string(TOKENBATCH_CLI_PATH) +
+  const std::string command = "timeout 20 " + ServeBinaryPath() +
                               " serve --backend noop --tokenizer " +
                               tokenbatch::testing::TestTokenizerPath("qwen3") + " " + flags + " 2>&1";
   ServeExit result;

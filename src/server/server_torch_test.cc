@@ -11,6 +11,7 @@
 
 #include "server/test_client.h"
 #include "tokenbatch/server/model_backends.h"
+#include "testing/build_paths.h"
 #include "testing/float_compare.h"
 
 namespace tokenbatch::server {
@@ -19,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 TEST(ServerTorch, TinyModelMatchesPythonReference) {
-  const std::string dir = TOKENBATCH_MODEL_DIR;
+  const std::string dir = tokenbatch::testing::ModelDir();
   std::ifstream in(dir + "/tiny_reference.json");
   ASSERT_TRUE(in) << "missing " << dir << "/tiny_reference.json (run /usr/bin/python3 scripts/gen_models.py)";
   const json ref = json::parse(in);

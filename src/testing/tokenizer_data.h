@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "testing/build_paths.h"
+
 namespace tokenbatch::testing {
 
 // The tokenizer.json of a test tokenizer by its short name: "qwen3", "llama3" or
@@ -19,7 +21,7 @@ namespace tokenbatch::testing {
 // error names the path.
 inline std::string TestTokenizerPath(std::string_view name) {
   const std::string_view folder = name == "bert" ? std::string_view("bert-base-uncased") : name;
-  return std::string(TOKENBATCH_TEST_TOKENIZERS) + "/" + std::string(folder) + "/tokenizer.json";
+  return SharedTokenizersDir() + "/" + std::string(folder) + "/tokenizer.json";
 }
 
 }  // namespace tokenbatch::testing

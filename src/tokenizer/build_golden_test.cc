@@ -31,13 +31,13 @@ namespace {
 
 using testing::ReadJsonl;
 
-const std::string kGoldenDir = std::string(TOKENBATCH_SENTENCEPIECE_DIR) + "/golden";
+const std::string kGoldenDir = tokenbatch::testing::SentencePieceDir() + "/golden";
 
 
 // The tokenizer.json of a golden's tokenizer.
 std::string JsonOf(const std::string& name) {
-  if (name == "multilingual_e5_small") return testing::ReadFile(TOKENBATCH_SENTENCEPIECE_REAL);
-  const std::string trained = std::string(TOKENBATCH_SENTENCEPIECE_DIR) + "/" + name + ".json";
+  if (name == "multilingual_e5_small") return testing::ReadFile(tokenbatch::testing::RealSentencePieceTokenizer());
+  const std::string trained = tokenbatch::testing::SentencePieceDir() + "/" + name + ".json";
   if (std::filesystem::exists(trained)) return testing::ReadFile(trained);
   return testing::TokenizerJson(name);
 }

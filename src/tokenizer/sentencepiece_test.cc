@@ -13,6 +13,7 @@
 
 #include "absl/strings/escaping.h"
 #include "nlohmann/json.hpp"
+#include "testing/build_paths.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
@@ -244,8 +245,8 @@ TEST(PrecompiledTest, ATinyCharsmapRewritesAfterTheTokenizerMoves) {
 
 // The charsmap of a real SentencePiece tokenizer (fetched by scripts/fetch_models.sh).
 std::string RealCharsmap() {
-  std::ifstream in(TOKENBATCH_SENTENCEPIECE_REAL);
-  EXPECT_TRUE(in.good()) << TOKENBATCH_SENTENCEPIECE_REAL << " is missing: run scripts/prepare_assets.sh";
+  std::ifstream in(tokenbatch::testing::RealSentencePieceTokenizer());
+  EXPECT_TRUE(in.good()) << tokenbatch::testing::RealSentencePieceTokenizer() << " is missing: run scripts/prepare_assets.sh";
   std::stringstream s;
   s << in.rdbuf();
   const auto j = nlohmann::json::parse(s.str());

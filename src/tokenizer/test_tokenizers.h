@@ -3,7 +3,7 @@
 // src/testing/tokenizer_data.h), the variants of testdata/tokenizer/variants
 // (a real tokenizer with some top-level fields replaced), the small tokenizers
 // of testdata/tokenizer/synthetic, and any folder of the shared data.
-// Requires TOKENBATCH_TESTDATA_DIR. Reads files; not for production code.
+// Reads files; not for production code.
 #pragma once
 
 #include <filesystem>
@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "testing/build_paths.h"
 #include "testing/tokenizer_data.h"
 
 namespace tokenbatch::tokenizer::testing {
 
-inline const std::string kTokenizerTestData = std::string(TOKENBATCH_TESTDATA_DIR) + "/tokenizer";
+inline const std::string kTokenizerTestData = tokenbatch::testing::TestDataDir() + "/tokenizer";
 
 // The whole file, or "" when it cannot be read.
 inline std::string ReadFile(const std::string& path) {

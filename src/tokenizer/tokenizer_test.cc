@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "nlohmann/json.hpp"
+#include "testing/build_paths.h"
 #include "testing/tokenizer_data.h"
 #include "tokenbatch/core/errors.h"
 
@@ -20,7 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kData = std::string(TOKENBATCH_TESTDATA_DIR) + "/tokenizer";
+const std::string kData = tokenbatch::testing::TestDataDir() + "/tokenizer";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
