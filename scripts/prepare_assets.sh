@@ -23,7 +23,10 @@ bash scripts/fetch_models.sh
 # Face's tokenizers. Both need the project's Python environment build/venv, which only
 # the tests install: the main job (scripts/main.sh, TOKENBATCH_TEST_ASSETS=0) and any
 # run without build/venv skip this. Idempotent: the stamp holds the sha256 of every
-# input, and when it matches nothing runs.
+# input, and when it matches nothing runs. What a run writes is also kept outside
+# the clone, under the digest of those inputs (TOKENBATCH_ASSET_CACHE, default
+# ~/.cache/tokenbatch/assets), so that a new clone with the same inputs copies it
+# instead of training and converting again.
 SP_DIR=build/cache/tokenizers/sentencepiece
 SHARED_TOKENIZERS="${TOKENBATCH_TEST_TOKENIZERS:-../shared/data/tokenizers}"
 if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
@@ -31,11 +34,22 @@ if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
     scripts/tokenizer/generate_build_goldens.py scripts/tokenizer/generate_goldens.py scripts/tokenizer_requirements.txt \
     testdata/tokenizer/*.jsonl testdata/tokenizer/variants/*.json testdata/tokenizer/synthetic/*.json \
     $(ls "$SHARED_TOKENIZERS"/*/tokenizer.json 2>/dev/null))"
+  cached="${TOKENBATCH_ASSET_CACHE:-$HOME/.cache/tokenbatch/assets}/sentencepiece-$(sha256sum <<< "$inputs" | cut -c1-32)"
   if [ ! -f "$SP_DIR/inputs.sha256" ] || [ "$(cat "$SP_DIR/inputs.sha256")" != "$inputs" ]; then
     rm -f "$SP_DIR/inputs.sha256"
-    build/venv/bin/python scripts/tokenizer/make_sentencepiece.py --out "$SP_DIR"
-    build/venv/bin/python scripts/tokenizer/generate_build_goldens.py --sentencepiece "$SP_DIR" \
-      --tokenizers "$SHARED_TOKENIZERS"
-    printf '%s\n' "$inputs" > "$SP_DIR/inputs.sha256"
+    if [ -f "$cached/inputs.sha256" ] && [ "$(cat "$cached/inputs.sha256")" = "$inputs" ]; then
+      echo "prepare_assets: SentencePiece tokenizers and goldens from $cached"
+      rm -rf "$SP_DIR" && mkdir -p "$(dirname "$SP_DIR")" && cp -r "$cached" "$SP_DIR"
+    else
+      build/venv/bin/python scripts/tokenizer/make_sentencepiece.py --out "$SP_DIR"
+      build/venv/bin/python scripts/tokenizer/generate_build_goldens.py --sentencepiece "$SP_DIR" \
+        --tokenizers "$SHARED_TOKENIZERS"
+      printf '%s\n' "$inputs" > "$SP_DIR/inputs.sha256"
+      # Copied whole, then renamed: a cache folder with its stamp is complete.
+      rm -rf "$cached.tmp" && mkdir -p "$(dirname "$cached")" && cp -r "$SP_DIR" "$cached.tmp" &&
+        rm -rf "$cached" && mv "$cached.tmp" "$cached"
+      # The two newest input sets are kept (about 300 MB each).
+      ls -dt "$(dirname "$cached")"/sentencepiece-* 2>/dev/null | grep -v '\.tmp$' | tail -n +3 | xargs -r rm -rf
+    fi
   fi
 fi
