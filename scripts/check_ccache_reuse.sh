@@ -45,3 +45,8 @@ if ((misses > MAX_MISSES)); then
   echo "check_ccache_reuse: FAILED: a new clone compiles more than the files holding its own paths"
   exit 1
 fi
+# A compilation ccache cannot cache (an unsupported option, say) is neither.
+if ((hits < ${#objects[@]} - MAX_MISSES)); then
+  echo "check_ccache_reuse: FAILED: only $hits of ${#objects[@]} objects came from the cache"
+  exit 1
+fi

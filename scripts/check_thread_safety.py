@@ -77,7 +77,8 @@ CCACHE_ENV = dict(
 
 def clang_command(entry):
     args = entry.get("arguments") or shlex.split(entry["command"])
-    # The compiler, and a launcher before it (ccache g++ ...): everything before the first flag.
+    # The compiler (CMake leaves the launcher out of compile_commands.json; a
+    # plain one such as "ccache g++" would be dropped too): everything before the first flag.
     first_flag = next((i for i, a in enumerate(args) if a.startswith("-")), len(args))
     out = [CCACHE] if CCACHE else []
     out += ["clang++", "-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety", "-Wno-unknown-warning-option"]

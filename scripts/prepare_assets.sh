@@ -30,7 +30,7 @@ bash scripts/fetch_models.sh
 SP_DIR=build/cache/tokenizers/sentencepiece
 SHARED_TOKENIZERS="${TOKENBATCH_TEST_TOKENIZERS:-../shared/data/tokenizers}"
 if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
-  inputs="$(sha256sum scripts/requirements.txt scripts/tokenizer/make_sentencepiece.py \
+  inputs="$(sha256sum scripts/requirements.txt scripts/fetch_models.sh scripts/tokenizer/make_sentencepiece.py \
     scripts/tokenizer/generate_build_goldens.py scripts/tokenizer/generate_goldens.py scripts/tokenizer_requirements.txt \
     testdata/tokenizer/*.jsonl testdata/tokenizer/variants/*.json testdata/tokenizer/synthetic/*.json \
     $(ls "$SHARED_TOKENIZERS"/*/tokenizer.json 2>/dev/null))"
@@ -39,17 +39,25 @@ if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
     rm -f "$SP_DIR/inputs.sha256"
     if [ -f "$cached/inputs.sha256" ] && [ "$(cat "$cached/inputs.sha256")" = "$inputs" ]; then
       echo "prepare_assets: SentencePiece tokenizers and goldens from $cached"
-      rm -rf "$SP_DIR" && mkdir -p "$(dirname "$SP_DIR")" && cp -r "$cached" "$SP_DIR"
+      # Into a scratch folder, then renamed: an interrupted copy leaves no stamp behind.
+      rm -rf "$SP_DIR" "$SP_DIR.copying" && mkdir -p "$(dirname "$SP_DIR")"
+      cp -r "$cached" "$SP_DIR.copying"
+      mv -T "$SP_DIR.copying" "$SP_DIR"
     else
       build/venv/bin/python scripts/tokenizer/make_sentencepiece.py --out "$SP_DIR"
       build/venv/bin/python scripts/tokenizer/generate_build_goldens.py --sentencepiece "$SP_DIR" \
         --tokenizers "$SHARED_TOKENIZERS"
       printf '%s\n' "$inputs" > "$SP_DIR/inputs.sha256"
-      # Copied whole, then renamed: a cache folder with its stamp is complete.
-      rm -rf "$cached.tmp" && mkdir -p "$(dirname "$cached")" && cp -r "$SP_DIR" "$cached.tmp" &&
-        rm -rf "$cached" && mv "$cached.tmp" "$cached"
+      # Copied whole into a folder of this run's own, then renamed: a cache folder
+      # is complete, and a run that finds one already there (another clone's)
+      # leaves it alone. Scratch folders of interrupted runs go with the pruning.
+      mkdir -p "$(dirname "$cached")"
+      scratch="$(mktemp -d "$cached.tmp.XXXXXX")"
+      cp -r "$SP_DIR/." "$scratch/"
+      mv -T "$scratch" "$cached" 2>/dev/null || rm -rf "$scratch"
       # The two newest input sets are kept (about 300 MB each).
-      ls -dt "$(dirname "$cached")"/sentencepiece-* 2>/dev/null | grep -v '\.tmp$' | tail -n +3 | xargs -r rm -rf
+      ls -dt "$(dirname "$cached")"/sentencepiece-* 2>/dev/null | grep -v '\.tmp\.' | tail -n +3 | xargs -r rm -rf
+      find "$(dirname "$cached")" -maxdepth 1 -name 'sentencepiece-*.tmp.*' -mmin +120 -exec rm -rf {} +
     fi
   fi
 fi

@@ -41,8 +41,13 @@ install_from_wheelhouse() {
 }
 # Offline first; only what the wheelhouse lacks is downloaded.
 if ! install_from_wheelhouse 2>/dev/null; then
+  # Into a folder of this run's own, each wheel then renamed into the wheelhouse:
+  # an interrupted or concurrent download never leaves a partial wheel there.
+  partial="$(mktemp -d "$WHEELHOUSE/.partial.XXXXXX")"
   "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-    -d "$WHEELHOUSE" -r "$REQUIREMENTS"
+    --find-links "$WHEELHOUSE" -d "$partial" -r "$REQUIREMENTS"
+  find "$partial" -maxdepth 1 -name '*.whl' -exec mv -n -t "$WHEELHOUSE" {} +
+  rm -rf "$partial"
   install_from_wheelhouse
 fi
 "$VENV/bin/python" -m pip check --disable-pip-version-check

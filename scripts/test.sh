@@ -32,6 +32,11 @@ MAIN_CONFIG=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON)
 setup() {
   bash scripts/setup.sh
   bash scripts/prepare_assets.sh
+  # The size limit (CMakeLists.txt's TOKENBATCH_CCACHE_MAXSIZE), kept in the cache
+  # folder itself, so that every compile through it (the builds, the thread-safety
+  # check, the consumer) cleans up to it.
+  mkdir -p "$TOKENBATCH_CCACHE_DIR"
+  CCACHE_DIR="$TOKENBATCH_CCACHE_DIR" ccache --max-size 2G > /dev/null
 }
 
 main_build() {
@@ -52,16 +57,20 @@ pytorch_build_and_tests() {
     -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
 }
 
-# The main build already compiled the core and runtime with -Werror; a Release
-# tree of their own would only compile them again. The core-only configuration
-# without tests (what a user installing the library configures: no GoogleTest or
-# rapidcheck) is still configured, so that its options keep working.
+# The install is taken from the main build, which compiled the core and runtime
+# already. The core-only Release configuration without tests (what a user
+# installing the library configures: no GoogleTest or rapidcheck) still builds
+# its two libraries, with -Werror at -O3, where other warnings can appear; that
+# tree installs nothing.
 install_and_consumer() {
-  cmake -S . -B build-install -G Ninja -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_BUILD_TESTS=OFF > /dev/null
+  cmake -S . -B build-install -G Ninja -DCMAKE_BUILD_TYPE=Release -DTOKENBATCH_WERROR=ON \
+    -DTOKENBATCH_CORE_ONLY=ON -DTOKENBATCH_BUILD_TESTS=OFF > /dev/null
+  cmake --build build-install -j "$JOBS"
   rm -rf build/install-prefix build/consumer
   cmake --install build --prefix build/install-prefix
-  cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install-prefix" \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+  local launcher=()
+  command -v ccache > /dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  cmake -S tests/consumer -B build/consumer -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install-prefix" "${launcher[@]}"
   CCACHE_DIR="$TOKENBATCH_CCACHE_DIR" CCACHE_BASEDIR="$PWD" cmake --build build/consumer
   build/consumer/consumer
 }
@@ -91,7 +100,8 @@ stage "main tests" ctest --test-dir build -j "$JOBS"
 stage "model backend against the PyPI torch wheel's libtorch: build and tests" pytorch_build_and_tests
 stage "clang -Wthread-safety over every translation unit that takes a lock" \
   python3 scripts/check_thread_safety.py build "$JOBS"
-stage "core and runtime installed from the main build; a program built against them" install_and_consumer
+stage "core and runtime: Release build, installed from the main build, a program built against them" \
+  install_and_consumer
 stage "core and runtime under ThreadSanitizer: build and tests" thread_sanitizer
 stage "AddressSanitizer+UBSan tests (clang, shared with the fuzz targets): build and tests" address_sanitizer
 # All at once: the six share the machine's cores for the fuzzing time.
