@@ -29,9 +29,10 @@
 
 #include "fuzz/fuzz_check.h"
 #include "testing/build_paths.h"
-#include "tokenbatch/server/embedding_backend.h"
-#include "tokenbatch/server/embedding_service.h"
-#include "tokenbatch/server/http_server.h"
+#include "api/router.h"
+#include "tokenbatch/backend/noop_encoder.h"
+#include "tokenbatch/service/embedding_service.h"
+#include "tokenbatch/http/http_server.h"
 
 namespace {
 
@@ -47,6 +48,7 @@ constexpr int kHangMs = 10'000;
 
 struct Server {
   std::unique_ptr<server::EmbeddingService> service;
+  std::unique_ptr<server::Router> router;
   std::unique_ptr<server::HttpServer> http;
 };
 
@@ -61,10 +63,10 @@ Server& TheServer() {
     service_options.batcher.scheduler.max_input_tokens = 64;
     service_options.batcher.scheduler.max_wait = std::chrono::microseconds(100);
     auto service =
-        server::EmbeddingService::Create(service_options, *std::move(tok), server::MakeNoopBackend({.hidden_size = 8}));
+        server::EmbeddingService::Create(service_options, *std::move(tok), backend::MakeNoopEncoder({.hidden_size = 8}));
     FUZZ_CHECK(service.ok());
-    auto* out = new Server{.service = *std::move(service), .http = nullptr};
-    auto http = server::HttpServer::Start({.host = "127.0.0.1",
+    auto* out = new Server{.service = *std::move(service)};
+    out->router = std::make_unique<server::Router>(server::ServerOptions{.host = "127.0.0.1",
                                            .port = 0,
                                            .io_threads = 1,
                                            .payload_limit = kPayloadLimit,
@@ -73,6 +75,7 @@ Server& TheServer() {
                                            .read_timeout = kReadTimeout,
                                            .shutdown_grace = std::chrono::milliseconds(0)},
                                           out->service.get());
+    auto http = server::HttpServer::Start(out->router.get());
     FUZZ_CHECK(http.ok());
     out->http = *std::move(http);
     return out;

@@ -8,8 +8,8 @@
 #include <variant>
 
 #include "fuzz/fuzz_check.h"
-#include "server/api.h"
-#include "server/score_api.h"
+#include "api/api.h"
+#include "api/score_api.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "server/float_text.h"
+#include "api/float_text.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/api.h"
+#include "api/api.h"
 
 namespace {
 

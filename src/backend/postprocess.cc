@@ -8,23 +8,6 @@
 
 namespace tokenbatch::backend {
 
-absl::StatusOr<Pooling> ParsePooling(std::string_view name) {
-  if (name == "cls") return Pooling::kCls;
-  if (name == "mean") return Pooling::kMean;
-  if (name == "last") return Pooling::kLast;
-  return InvalidArgumentError(
-      absl::StrCat("unknown pooling \"", std::string(name), "\"; expected cls, mean or last"));
-}
-
-std::string_view PoolingName(Pooling pooling) {
-  switch (pooling) {
-    case Pooling::kCls: return "cls";
-    case Pooling::kMean: return "mean";
-    case Pooling::kLast: return "last";
-  }
-  return "unknown";
-}
-
 absl::Status ValidateInputs(std::span<const EmbeddingInput> inputs, const EncoderOptions& options,
                             int hidden_size, bool accepts_token_types) {
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -103,6 +103,14 @@ TorchEncoder::TorchEncoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 TorchEncoder::~TorchEncoder() = default;
 
 int TorchEncoder::hidden_size() const { return impl_->hidden_size; }
+EncoderInfo TorchEncoder::info() const {
+  const EncoderOptions& o = impl_->options;
+  return EncoderInfo{.name = "torch",
+                     .pooling = std::string(PoolingName(o.pooling)),
+                     .vocab_size = o.vocab_size,
+                     .max_positions = o.max_positions,
+                     .default_normalize = o.normalize};
+}
 const EncoderOptions& TorchEncoder::options() const { return impl_->options; }
 bool TorchEncoder::on_cuda() const { return impl_->device.is_cuda(); }
 

@@ -66,38 +66,4 @@ std::int64_t EffectiveMaxInputTokens(const SchedulerOptions& o) {
   return o.max_input_tokens > 0 && o.max_input_tokens < fits ? o.max_input_tokens : fits;
 }
 
-std::string_view PackingPolicyName(PackingPolicy p) {
-  switch (p) {
-    case PackingPolicy::kFifo: return "fifo";
-    case PackingPolicy::kBucketed: return "bucketed";
-    case PackingPolicy::kLengthAware: return "length_aware";
-  }
-  return "unknown";
-}
-
-std::string_view OversizePolicyName(OversizePolicy p) {
-  switch (p) {
-    case OversizePolicy::kReject: return "reject";
-    case OversizePolicy::kTruncate: return "truncate";
-    case OversizePolicy::kSplit: return "split";
-  }
-  return "unknown";
-}
-
-absl::StatusOr<PackingPolicy> ParsePackingPolicy(std::string_view name) {
-  if (name == "fifo") return PackingPolicy::kFifo;
-  if (name == "bucketed") return PackingPolicy::kBucketed;
-  if (name == "length_aware" || name == "length-aware") return PackingPolicy::kLengthAware;
-  return InvalidArgumentError(
-      absl::StrCat("unknown packing policy '", ToAbsl(name), "'; expected one of: fifo, bucketed, length_aware"));
-}
-
-absl::StatusOr<OversizePolicy> ParseOversizePolicy(std::string_view name) {
-  if (name == "reject") return OversizePolicy::kReject;
-  if (name == "truncate") return OversizePolicy::kTruncate;
-  if (name == "split") return OversizePolicy::kSplit;
-  return InvalidArgumentError(
-      absl::StrCat("unknown oversize policy '", ToAbsl(name), "'; expected one of: reject, truncate, split"));
-}
-
 }  // namespace tokenbatch

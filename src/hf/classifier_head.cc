@@ -35,18 +35,6 @@ std::string FirstArchitecture(const json& j) {
 
 }  // namespace
 
-std::string_view ScoreActivationName(ScoreActivation a) {
-  switch (a) {
-    case ScoreActivation::kIdentity:
-      return "identity";
-    case ScoreActivation::kSigmoid:
-      return "sigmoid";
-    case ScoreActivation::kTanh:
-      return "tanh";
-  }
-  return "?";
-}
-
 absl::StatusOr<std::optional<ClassifierHead>> ParseClassifierHead(std::string_view config_json,
                                                                   std::string_view st_config_json,
                                                                   std::string_view source) {

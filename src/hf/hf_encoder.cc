@@ -84,12 +84,6 @@ absl::Status HfEncoder::Impl::LoadHead(const Checkpoint& checkpoint) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Execution> ParseExecution(std::string_view name) {
-  if (name == "packed") return Execution::kPacked;
-  if (name == "padded") return Execution::kPadded;
-  return InvalidArgumentError(absl::StrCat("execution must be packed or padded, got \"", std::string(name), "\""));
-}
-
 namespace {
 
 absl::StatusOr<at::ScalarType> ParseDtype(std::string_view name) {
@@ -346,5 +340,23 @@ const ModelDirectory& HfEncoder::model() const { return impl_->model; }
 const HfEncoderOptions& HfEncoder::options() const { return impl_->options; }
 backend::Pooling HfEncoder::pooling() const { return impl_->pooling; }
 bool HfEncoder::normalize() const { return impl_->normalize; }
+
+backend::EncoderInfo HfEncoder::info() const {
+  const ModelDirectory& m = impl_->model;
+  backend::EncoderInfo info{.name = "hf",
+                            .architecture = m.config.model_type,
+                            .dtype = impl_->options.dtype,
+                            .vocab_size = m.config.vocab_size,
+                            .max_positions = m.max_seq_length,
+                            .default_normalize = impl_->normalize};
+  if (m.classifier) {
+    info.classifier = backend::ClassifierInfo{.labels = m.classifier->labels,
+                                              .activation = m.classifier->activation,
+                                              .token_types = m.config.type_vocab_size > 1};
+  } else {
+    info.pooling = std::string(backend::PoolingName(impl_->pooling));
+  }
+  return info;
+}
 
 }  // namespace tokenbatch::hf

@@ -136,15 +136,6 @@ absl::StatusOr<DenseLayer> ReadDense(const fs::path& dir) {
 
 }  // namespace
 
-std::string_view ArchitectureName(Architecture a) {
-  switch (a) {
-    case Architecture::kBert: return "bert";
-    case Architecture::kXlmRoberta: return "xlm-roberta";
-    case Architecture::kQwen3: return "qwen3";
-  }
-  return "?";
-}
-
 int64_t ArchitectureConfig::max_input_positions() const {
   return architecture == Architecture::kXlmRoberta ? max_position_embeddings - pad_token_id - 1
                                                    : max_position_embeddings;

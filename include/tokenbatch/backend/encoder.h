@@ -48,20 +48,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tokenbatch/backend/encoder_info.h"
 
 namespace tokenbatch::backend {
-
-// How a request's rows of the last hidden state become one vector.
-enum class Pooling {
-  kCls,   // row 0
-  kMean,  // mean over the request's real tokens
-  kLast,  // the request's last real token
-};
-
-// "cls" | "mean" | "last" -> Pooling; InvalidArgumentError otherwise.
-[[nodiscard]] absl::StatusOr<Pooling> ParsePooling(std::string_view name);
-// Pooling -> "cls" | "mean" | "last".
-[[nodiscard]] std::string_view PoolingName(Pooling pooling);
 
 // Options for TorchEncoder::Load. Each field's default is the one given here.
 struct EncoderOptions {
@@ -103,6 +92,12 @@ struct EmbeddingInput {
   // the prompt's tokens with the leading special token). A model whose pooling says
   // include_prompt = false leaves them out of mean pooling; otherwise unused.
   int prompt_tokens = 0;
+  // How many leading and trailing ids are the special tokens the tokenizer's
+  // template added ([CLS] ... [SEP]; 0 for token-id inputs, used as given). The
+  // windows of a truncated or split input restore them (service/input_tokens.h);
+  // encoders do not read them.
+  int special_prefix = 0;
+  int special_suffix = 0;
 };
 
 // One result: `values` holds `dimensions` (or H) floats.
@@ -111,20 +106,34 @@ struct Embedding {
 };
 
 // What calibrate, bench and serve run: a model that embeds one batch of
-// requests. Implemented by TorchEncoder (TorchScript files) and hf::HfEncoder
-// (Hugging Face model directories); the members have TorchEncoder's contracts.
+// requests. Implemented by TorchEncoder (TorchScript files), hf::HfEncoder
+// (Hugging Face model directories) and the noop encoder (noop_encoder.h: no
+// model, for tests and load tests); the members have TorchEncoder's contracts.
+// Embed may be called from several threads at once; the rest never blocks.
 class Encoder {
  public:
   virtual ~Encoder() = default;
-  // One Embedding per input, in order (see TorchEncoder::Embed).
+  // One Embedding per input, in order (see TorchEncoder::Embed): each holds
+  // `dimensions` (or all hidden_size()) floats, L2-normalised when the input's
+  // normalize (or info().default_normalize) says so; a classifier's raw logits,
+  // one per label. Blocks for the forward pass. Errors: InvalidArgument,
+  // OutOfMemory, Backend (see the header comment).
   [[nodiscard]] virtual absl::StatusOr<std::vector<Embedding>> Embed(
       std::span<const EmbeddingInput> inputs) const = 0;
   // The width of a full embedding, in floats.
   [[nodiscard]] virtual int hidden_size() const = 0;
-  [[nodiscard]] virtual bool on_cuda() const = 0;
+  // The model's limits and description (EncoderInfo), fixed after Load.
+  [[nodiscard]] virtual EncoderInfo info() const = 0;
+  // Whether the model runs on a CUDA device; false unless overridden.
+  [[nodiscard]] virtual bool on_cuda() const { return false; }
   // Peak-memory accounting for calibration (see TorchEncoder::ResetPeakMemory).
-  [[nodiscard]] virtual absl::Status ResetPeakMemory() const = 0;
-  [[nodiscard]] virtual absl::StatusOr<int64_t> PeakMemoryBytes() const = 0;
+  // An encoder without memory to measure keeps these: UnimplementedError.
+  [[nodiscard]] virtual absl::Status ResetPeakMemory() const {
+    return absl::UnimplementedError("this encoder does not measure its memory");
+  }
+  [[nodiscard]] virtual absl::StatusOr<int64_t> PeakMemoryBytes() const {
+    return absl::UnimplementedError("this encoder does not measure its memory");
+  }
 };
 
 class TorchEncoder final : public Encoder {
@@ -161,6 +170,9 @@ class TorchEncoder final : public Encoder {
 
   // H: the width of the last hidden state, found by the load probe.
   [[nodiscard]] int hidden_size() const override;
+  // name "torch"; pooling, default_normalize, vocab_size and max_positions as
+  // the options say.
+  [[nodiscard]] EncoderInfo info() const override;
   [[nodiscard]] const EncoderOptions& options() const;
   // True when the module runs on a CUDA device.
   [[nodiscard]] bool on_cuda() const override;

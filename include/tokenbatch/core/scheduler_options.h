@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/enum_names.h"
 #include "tokenbatch/core/request.h"
 
 namespace tokenbatch {
@@ -138,13 +139,37 @@ struct SchedulerOptions {
 // single-request cost fits max_batch_tokens, and never more than that length.
 [[nodiscard]] std::int64_t EffectiveMaxInputTokens(const SchedulerOptions& options);
 
-// Names for flags and logs: "fifo", "bucketed", "length_aware"; "reject",
-// "truncate", "split".
-[[nodiscard]] std::string_view PackingPolicyName(PackingPolicy policy);
-[[nodiscard]] std::string_view OversizePolicyName(OversizePolicy policy);
-// Parse the names above (also "length-aware"). Errors: InvalidArgument listing the
-// accepted names.
-[[nodiscard]] absl::StatusOr<PackingPolicy> ParsePackingPolicy(std::string_view name);
-[[nodiscard]] absl::StatusOr<OversizePolicy> ParseOversizePolicy(std::string_view name);
+// The names of flags, logs and JSON.
+inline constexpr EnumNames<PackingPolicy, 4> kPackingPolicyNames{
+    "packing policy",
+    {{{PackingPolicy::kFifo, "fifo"},
+      {PackingPolicy::kBucketed, "bucketed"},
+      {PackingPolicy::kLengthAware, "length_aware"},
+      {PackingPolicy::kLengthAware, "length-aware", /*alias=*/true}}}};
+inline constexpr EnumNames<OversizePolicy, 3> kOversizePolicyNames{
+    "oversize policy",
+    {{{OversizePolicy::kReject, "reject"}, {OversizePolicy::kTruncate, "truncate"}, {OversizePolicy::kSplit, "split"}}}};
+
+// How long a batch that is not full waits for company: SchedulerOptions::
+// adaptive_wait true (kAdaptive) or false (kFixed: always max_wait). The
+// command line's --batch-window.
+enum class BatchWindow { kAdaptive, kFixed };
+inline constexpr EnumNames<BatchWindow, 2> kBatchWindowNames{
+    "batch window", {{{BatchWindow::kAdaptive, "adaptive"}, {BatchWindow::kFixed, "fixed"}}}};
+
+// The tables' Name and Parse (Parse's errors: InvalidArgument listing the
+// accepted names).
+[[nodiscard]] constexpr std::string_view PackingPolicyName(PackingPolicy policy) {
+  return kPackingPolicyNames.Name(policy);
+}
+[[nodiscard]] constexpr std::string_view OversizePolicyName(OversizePolicy policy) {
+  return kOversizePolicyNames.Name(policy);
+}
+[[nodiscard]] inline absl::StatusOr<PackingPolicy> ParsePackingPolicy(std::string_view name) {
+  return kPackingPolicyNames.Parse(name);
+}
+[[nodiscard]] inline absl::StatusOr<OversizePolicy> ParseOversizePolicy(std::string_view name) {
+  return kOversizePolicyNames.Parse(name);
+}
 
 }  // namespace tokenbatch

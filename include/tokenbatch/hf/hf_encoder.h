@@ -40,8 +40,12 @@ enum class Execution {
   kPacked,  // no padded positions computed: cost Σ tokens
   kPadded,  // right-padded [B, Lmax]: cost B x Lmax
 };
-// "packed" | "padded" -> Execution; InvalidArgumentError otherwise.
-[[nodiscard]] absl::StatusOr<Execution> ParseExecution(std::string_view name);
+inline constexpr EnumNames<Execution, 2> kExecutionNames{
+    "execution", {{{Execution::kPacked, "packed"}, {Execution::kPadded, "padded"}}}};
+// "packed" | "padded" -> Execution; InvalidArgumentError listing them otherwise.
+[[nodiscard]] inline absl::StatusOr<Execution> ParseExecution(std::string_view name) {
+  return kExecutionNames.Parse(name);
+}
 
 struct HfEncoderOptions {
   std::string model_dir;          // required
@@ -86,6 +90,9 @@ class HfEncoder final : public backend::Encoder {
 
   // Width of the embeddings: the last Dense layer's out_features, else hidden_size.
   [[nodiscard]] int hidden_size() const override;
+  // name "hf"; the config's model_type, vocab_size and max_seq_length, the
+  // options' dtype, the pooling in use (none for a classifier) and its head.
+  [[nodiscard]] backend::EncoderInfo info() const override;
   [[nodiscard]] bool on_cuda() const override;
   [[nodiscard]] absl::Status ResetPeakMemory() const override;
   [[nodiscard]] absl::StatusOr<int64_t> PeakMemoryBytes() const override;

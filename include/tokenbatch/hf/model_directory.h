@@ -55,8 +55,11 @@ enum class Architecture {
   kQwen3,       // "qwen3": RoPE, grouped-query attention, RMSNorm, causal, SwiGLU
 };
 
-// "bert" | "xlm-roberta" | "qwen3", the name used in messages and /info.
-[[nodiscard]] std::string_view ArchitectureName(Architecture a);
+inline constexpr EnumNames<Architecture, 3> kArchitectureNames{
+    "architecture",
+    {{{Architecture::kBert, "bert"}, {Architecture::kXlmRoberta, "xlm-roberta"}, {Architecture::kQwen3, "qwen3"}}}};
+// "bert" | "xlm-roberta" | "qwen3", the name used in messages.
+[[nodiscard]] constexpr std::string_view ArchitectureName(Architecture a) { return kArchitectureNames.Name(a); }
 
 // Transformer sizes from config.json (transformers' field names). Sizes are
 // counts; eps are added to variances.
@@ -95,10 +98,9 @@ struct DenseLayer {
 };
 
 // The activation sentence-transformers' CrossEncoder.predict applies to the
-// logits by default (its activation_fn).
-enum class ScoreActivation { kIdentity, kSigmoid, kTanh };
-// "identity" | "sigmoid" | "tanh".
-[[nodiscard]] std::string_view ScoreActivationName(ScoreActivation a);
+// logits by default (its activation_fn), as the encoders report it.
+using backend::ScoreActivation;
+using backend::ScoreActivationName;
 
 // A sequence-classification head on the transformer (transformers'
 // BertForSequenceClassification: the pooler's tanh(W1 h_cls + b1), then

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "tokenbatch/core/enum_names.h"
 #include "tokenbatch/core/request.h"
 #include "tokenbatch/core/scheduler_options.h"
 #include "tokenbatch/runtime/aimd_budget.h"
@@ -15,6 +16,9 @@ enum class ShutdownMode {
   kDrain,         // dispatch them all (no max_wait), then stop
   kCancelQueued,  // resolve them with ShuttingDown; in-flight batches still finish
 };
+// "drain" | "cancel" (serve's --shutdown).
+inline constexpr EnumNames<ShutdownMode, 2> kShutdownModeNames{
+    "shutdown mode", {{{ShutdownMode::kDrain, "drain"}, {ShutdownMode::kCancelQueued, "cancel"}}}};
 
 struct BatcherOptions {
   SchedulerOptions scheduler;

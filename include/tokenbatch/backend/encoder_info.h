@@ -1,0 +1,70 @@
+// What an Encoder (encoder.h) says about its model: the limits its callers must
+// respect and what a server reports about it (/info). Plain value types and
+// name tables, no libtorch: the service and the API layer read them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenbatch/core/enum_names.h"
+
+namespace tokenbatch::backend {
+
+// How a request's rows of the last hidden state become one vector.
+enum class Pooling {
+  kCls,   // row 0
+  kMean,  // mean over the request's real tokens
+  kLast,  // the request's last real token
+};
+inline constexpr EnumNames<Pooling, 3> kPoolingNames{
+    "pooling", {{{Pooling::kCls, "cls"}, {Pooling::kMean, "mean"}, {Pooling::kLast, "last"}}}};
+
+// "cls" | "mean" | "last" -> Pooling; InvalidArgumentError listing them otherwise.
+[[nodiscard]] inline absl::StatusOr<Pooling> ParsePooling(std::string_view name) { return kPoolingNames.Parse(name); }
+// Pooling -> "cls" | "mean" | "last".
+[[nodiscard]] constexpr std::string_view PoolingName(Pooling pooling) { return kPoolingNames.Name(pooling); }
+
+// The function a cross-encoder's logits go through to become scores
+// (sentence-transformers' CrossEncoder activation_fn).
+enum class ScoreActivation { kIdentity, kSigmoid, kTanh };
+inline constexpr EnumNames<ScoreActivation, 3> kScoreActivationNames{
+    "score activation",
+    {{{ScoreActivation::kIdentity, "identity"},
+      {ScoreActivation::kSigmoid, "sigmoid"},
+      {ScoreActivation::kTanh, "tanh"}}}};
+// "identity" | "sigmoid" | "tanh".
+[[nodiscard]] constexpr std::string_view ScoreActivationName(ScoreActivation a) {
+  return kScoreActivationNames.Name(a);
+}
+
+// What makes an encoder a classifier / cross-encoder rather than an embedding
+// model: Embed returns labels.size() raw logits per input, and the score routes
+// (/rerank, /predict) apply `activation` (or softmax) to them.
+struct ClassifierInfo {
+  std::vector<std::string> labels;  // by id (config.json id2label)
+  ScoreActivation activation = ScoreActivation::kSigmoid;
+  // The model reads token type ids (BERT), so a pair's second text gets the
+  // template's types (1); false (XLM-R): every token is type 0.
+  bool token_types = false;
+};
+
+// Encoder::info(): fixed once the encoder is loaded.
+struct EncoderInfo {
+  std::string name;               // the implementation: "torch", "hf" or "noop"
+  std::string architecture;       // config.json model_type ("bert", ...); "" when unknown
+  std::string dtype = "float32";  // weights and activations
+  std::string pooling;            // "cls" | "mean" | "last"; "" when not pooled (a classifier)
+  // Ids must be < vocab_size (the embedding table's rows); 0 = not checked.
+  std::int64_t vocab_size = 0;
+  // Longest input in tokens (the model's position table); 0 = unbounded.
+  std::int64_t max_positions = 0;
+  // Whether embeddings are L2-normalised when an input does not say.
+  bool default_normalize = false;
+  std::optional<ClassifierInfo> classifier;  // unset: an embedding model
+};
+
+}  // namespace tokenbatch::backend

@@ -1,0 +1,147 @@
+// The serve process: signals, limits and the lifecycle (see serve_run.h).
+#include "cli/serve_run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "api/router.h"
+#include "tokenbatch/http/http_server.h"
+#include "tokenbatch/service/embedding_service.h"
+
+namespace tokenbatch::cli {
+namespace {
+
+// Each connection holds a file descriptor: raises the soft open-files limit to
+// the hard one (as Go's runtime and nginx's worker_rlimit_nofile do), so that
+// thousands of idle clients do not exhaust a default soft limit of 1024 while
+// the system allows more. Returns the limit in force.
+rlim_t RaiseOpenFilesLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  rlim_t target = limit.rlim_max;
+  if (target == RLIM_INFINITY) {
+    // Linux refuses a soft limit above fs.nr_open even when the hard one is unlimited.
+    unsigned long long nr_open = 0;
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+      if (std::fscanf(f, "%llu", &nr_open) != 1) nr_open = 0;
+      std::fclose(f);
+    }
+    target = nr_open > 0 ? static_cast<rlim_t>(nr_open) : limit.rlim_cur;
+  }
+  if (limit.rlim_cur < target) {
+    const rlim_t soft = limit.rlim_cur;
+    limit.rlim_cur = target;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return soft;
+  }
+  return limit.rlim_cur;
+}
+
+// The stop signal's pipe: written by OnStopSignal, read by RunServe.
+int g_stop_pipe[2] = {-1, -1};
+
+// Sets the action of SIGINT and SIGTERM: OnStopSignal, or SIG_DFL. Async-signal-safe.
+void SetStopHandler(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// Tells RunServe (through the pipe) and puts both signals back to their
+// default, here rather than in RunServe, so that a second one stops the
+// process at once even if it comes before RunServe has read the first.
+extern "C" void OnStopSignal(int sig) {
+  SetStopHandler(SIG_DFL);
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t written = write(g_stop_pipe[1], &byte, 1);
+}
+
+// Blocks until the handler writes a signal number; returns it.
+int WaitForStopSignal() {
+  unsigned char received = 0;
+  while (read(g_stop_pipe[0], &received, 1) != 1) {
+    // EINTR only (the handler itself may interrupt this read): wait again.
+  }
+  return received;
+}
+
+}  // namespace
+
+void RunServe(const ServeConfig& config) {
+  // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
+
+  auto tok = OrFail(kServeCommand, tokenizer::Tokenizer::FromFile(config.tokenizer),
+                    "loading tokenizer " + config.tokenizer);
+  auto encoder = OrFail(kServeCommand, LoadServeEncoder(config, *tok), "loading " + config.model_path);
+  const backend::EncoderInfo info = encoder->info();
+  if (info.classifier) {
+    spdlog::info(
+        "backend {}: a cross-encoder with {} label(s) ({}), served on /predict (and /rerank, /v1/rerank, /v2/rerank "
+        "for one label); tokenizer {}",
+        info.name, info.classifier->labels.size(), fmt::join(info.classifier->labels, ", "), config.tokenizer);
+  } else {
+    spdlog::info("backend {} (hidden {}), tokenizer {}", info.name, encoder->hidden_size(), config.tokenizer);
+  }
+  auto service = OrFail(kServeCommand,
+                        server::EmbeddingService::Create(config.service, std::move(tok), std::move(encoder)), "service");
+
+  // SIGINT/SIGTERM: from here on (loading is over, so a signal before this
+  // point ends the process at once, with nothing to drain), a handler writes the
+  // signal number to a pipe that this thread reads (write is async-signal-safe).
+  // Not pthread_sigmask + sigwait: threads started before this point (OpenBLAS's,
+  // at library load) do not inherit the mask, and a signal the kernel hands to
+  // one of them would take the default action and kill the server undrained.
+  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) Fail(kServeCommand, "cannot create the signal pipe");
+  const rlim_t open_files = RaiseOpenFilesLimit();
+  SetStopHandler(OnStopSignal);
+
+  auto router = std::make_unique<server::Router>(config.server, service.get());
+  auto http = OrFail(kServeCommand, server::HttpServer::Start(router.get()), "starting the server");
+  const SchedulerOptions& s = service->options().batcher.scheduler;
+  spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
+               s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
+               OversizePolicyName(s.oversize), service->max_input_tokens());
+  const server::ServerOptions& opts = config.server;
+  spdlog::info(
+      "client limits: read timeout {} ms (a whole request, or idle keep-alive), header limit {} bytes, "
+      "payload limit {} bytes, {} concurrent requests, open files {}",
+      opts.read_timeout.count(), opts.header_limit, opts.payload_limit, opts.max_concurrent_requests,
+      static_cast<unsigned long long>(open_files));
+
+  const int sig = WaitForStopSignal();
+  // A second signal while draining ends the process at once (OnStopSignal reset
+  // the handlers), as users expect of a second Ctrl-C.
+  spdlog::info("received {}; stopping (again to stop at once)", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (config.shutdown_delay.count() > 0) {
+    // Balancers and readiness probes see /health 503 (and the agent's drain)
+    // and stop sending before the listener closes; what they still send is served.
+    http->BeginDrain();
+    spdlog::info("closing the listener in {} ms (--shutdown-delay-ms)", config.shutdown_delay.count());
+    std::this_thread::sleep_for(config.shutdown_delay);
+  }
+  http->Stop();
+  http.reset();
+  router.reset();
+  service.reset();
+  std::exit(0);
+}
+
+}  // namespace tokenbatch::cli
