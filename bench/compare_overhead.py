@@ -11,18 +11,16 @@ Runs, on the same machine in one invocation:
      budget 4096, 64 per batch, 4 ms window: submit all, await all.
 Prints a markdown table with µs per request (median and best of the repeats) and
 the ratios.
-Usage: python3 bench/compare_overhead.py [--build build] [--requests 20000] [--repeats 5]
+Usage, from the repository root: python3 -m bench.compare_overhead [--build build] [--requests 20000] [--repeats 5]
 """
 import argparse
 import asyncio
 import json
 import pathlib
 import subprocess
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from seed_scheduler import extract_seed_scheduler  # noqa: E402
+from bench.seed_scheduler import extract_seed_scheduler
 
 
 async def seed_run(scheduler_cls, requests):

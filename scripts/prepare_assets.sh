@@ -45,7 +45,7 @@ if [ "${TOKENBATCH_TEST_ASSETS:-1}" != 0 ] && [ -x build/venv/bin/python ]; then
       mv -T "$SP_DIR.copying" "$SP_DIR"
     else
       build/venv/bin/python scripts/tokenizer/make_sentencepiece.py --out "$SP_DIR"
-      build/venv/bin/python scripts/tokenizer/generate_build_goldens.py --sentencepiece "$SP_DIR" \
+      build/venv/bin/python -m scripts.tokenizer.generate_build_goldens --sentencepiece "$SP_DIR" \
         --tokenizers "$SHARED_TOKENIZERS"
       printf '%s\n' "$inputs" > "$SP_DIR/inputs.sha256"
       # Copied whole into a folder of this run's own, then renamed: a cache folder

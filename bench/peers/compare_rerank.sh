@@ -87,7 +87,7 @@ for server in $SERVERS; do
   start_server "$server"
   scores "$url" "$CACHE/rerank-scores-$server.json"
   for c in $CONNECTIONS; do
-    "$PY" bench/peers/load_client.py "$WORKLOAD" --url "$url" --model "$NAME" --max-tokens "$MAX_TOKENS" \
+    "$PY" -m bench.peers.load_client "$WORKLOAD" --url "$url" --model "$NAME" --max-tokens "$MAX_TOKENS" \
       --server-pid "$server_pid" --rerank-documents "$DOCUMENTS" --connections "$c" \
       --warmup "$((WARMUP + WARMUP_PER_CONNECTION * c))" \
       --duration "$DURATION" |

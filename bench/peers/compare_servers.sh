@@ -45,7 +45,7 @@ trap stop_server EXIT
 measure() {  # measure SERVER URL MODE LOAD [client flags...]
   local server=$1 url=$2 mode=$3 load=$4
   shift 4
-  "$PY" bench/peers/load_client.py "$WORKLOAD" --url "$url" --model all-MiniLM-L6-v2 --max-tokens "$MAX_TOKENS" \
+  "$PY" -m bench.peers.load_client "$WORKLOAD" --url "$url" --model all-MiniLM-L6-v2 --max-tokens "$MAX_TOKENS" \
     --server-pid "$server_pid" --shuffle "$@" |
     "$PY" -c "import json,sys; r=json.load(sys.stdin); r.update(server='$server', mode='$mode', load=$load, mix='$MIX'); print(json.dumps(r))" \
     >>"$OUT"

@@ -6,15 +6,16 @@ OpenAI-style embeddings route and compares each vector with
 SentenceTransformer(DIR, device="cpu").encode(...): cosine must exceed --min-cos.
 It proves the peer loaded the real weights and pools like the reference, so its
 timings are for the same computation. Exits 1 on a mismatch or a bad reply.
-Usage:
-  build/peers-venv/bin/python bench/peers/embed_parity.py \\
+Usage, from the repository root:
+  build/peers-venv/bin/python -m bench.peers.embed_parity \\
       --url http://127.0.0.1:7997/embeddings --model-dir build/cache/models/all-MiniLM-L6-v2
 """
 import argparse
 import json
 import os
 import sys
-import urllib.request
+
+from bench.harness.http_client import post_json
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -27,10 +28,7 @@ TEXTS = [
 
 
 def fetch(url, model, text):
-    req = urllib.request.Request(url, data=json.dumps({"input": text, "model": model}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())["data"][0]["embedding"]
+    return post_json(url, {"input": text, "model": model}, timeout=60)["data"][0]["embedding"]
 
 
 def main():

@@ -33,8 +33,8 @@ processes' descendants too, for servers that run workers in other processes),
 the server's CPU seconds (utime+stime of all its threads from /proc) over the
 measured window and CPU microseconds per token. Also the client's own CPU time.
 
-Usage:
-  build/peers-venv/bin/python bench/peers/load_client.py WORKLOAD.jsonl \\
+Usage, from the repository root:
+  build/peers-venv/bin/python -m bench.peers.load_client WORKLOAD.jsonl \\
       --url http://127.0.0.1:18700/v1/embeddings --model all-MiniLM-L6-v2 \\
       --connections 4 --warmup 2 --duration 10 [--server-pid PID ...]
   ... --rate 50 --duration 10 --max-outstanding 128
@@ -43,14 +43,14 @@ Its own ceiling: run bench/peers/trivial_server.py and point --url at it.
 import argparse
 import asyncio
 import json
-import os
 import random
 import resource
 import sys
 import time
 import urllib.parse
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
+from bench.harness.cpu import CLK_TCK, cpu_ticks, proc_tree
+from bench.harness.stats import latency_summary
 
 
 class Stats:
@@ -262,52 +262,6 @@ async def open_loop(args, items, host, port, phase):
         c.close()
 
 
-def proc_tree(pids):
-    """The given pids and all their descendants (workers may run in child processes)."""
-    seen, todo = set(), list(pids)
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return seen
-
-
-def cpu_ticks(pids):
-    """utime+stime per pid (the process-level fields already sum all its threads)."""
-    out = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[pid] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
-
-
-def percentiles(values_s):
-    if not values_s:
-        return {"count": 0}
-    v = sorted(values_s)
-
-    def q(p):
-        x = p * (len(v) - 1)
-        lo = int(x)
-        hi = min(lo + 1, len(v) - 1)
-        return (v[lo] + (v[hi] - v[lo]) * (x - lo)) * 1e3
-
-    return {"count": len(v), "mean_ms": round(sum(v) / len(v) * 1e3, 3),
-            "p50_ms": round(q(0.50), 3), "p90_ms": round(q(0.90), 3),
-            "p99_ms": round(q(0.99), 3), "max_ms": round(v[-1] * 1e3, 3)}
-
-
 async def run(args):
     url = urllib.parse.urlsplit(args.url)
     host, port = url.hostname, url.port or 80
@@ -381,9 +335,9 @@ async def run(args):
         "requests_per_s": round(done / wall, 2) if wall > 0 else None,
         "tokens": stats.tokens,
         "tokens_per_s": round(stats.tokens / wall, 1) if wall > 0 else None,
-        "latency": {"overall": percentiles(stats.lat["short"] + stats.lat["long"]),
-                    "short": percentiles(stats.lat["short"]),
-                    "long": percentiles(stats.lat["long"])},
+        "latency": {"overall": latency_summary(stats.lat["short"] + stats.lat["long"]),
+                    "short": latency_summary(stats.lat["short"]),
+                    "long": latency_summary(stats.lat["long"])},
         "event_loop": type(asyncio.get_running_loop()).__module__.split(".")[0],
         "client_cpu_s": round(self1.ru_utime + self1.ru_stime
                               - snap["self0"].ru_utime - snap["self0"].ru_stime, 3),

@@ -64,7 +64,7 @@ done
   || { echo "run_infinity: no answer on port $PORT" >&2; kill "$PID"; exit 1; }
 
 if [ "$CHECK" = 1 ]; then
-  "$VENV/bin/python" bench/peers/embed_parity.py --url "http://127.0.0.1:$PORT/embeddings" \
+  "$VENV/bin/python" -m bench.peers.embed_parity --url "http://127.0.0.1:$PORT/embeddings" \
     --model all-MiniLM-L6-v2 --model-dir "$MODEL_DIR" \
     || { kill "$PID"; exit 1; }
 fi

@@ -6,9 +6,9 @@ vector of --dims floats, the size of all-MiniLM-L6-v2's), so the client parses a
 body as large as a real server's. It does no other work: the requests/s the
 client reaches against it bound what the client can measure on this machine
 (both share its cores, so the bound is conservative).
-Usage:
+Usage, from the repository root:
   build/peers-venv/bin/python bench/peers/trivial_server.py --port 18790 &
-  build/peers-venv/bin/python bench/peers/load_client.py WORKLOAD.jsonl \\
+  build/peers-venv/bin/python -m bench.peers.load_client WORKLOAD.jsonl \\
       --url http://127.0.0.1:18790/v1/embeddings --connections 4 --duration 5
 """
 import argparse

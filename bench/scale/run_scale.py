@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scale-out: 1, 2 and 3 `tokenbatch serve --backend noop` replicas behind HAProxy and nginx (#19).
 
-    python3 bench/scale/run_scale.py [--binary build/src/cli/tokenbatch] [--out build/scale/scale.json]
+    python3 -m bench.scale.run_scale [--binary build/src/cli/tokenbatch] [--out build/scale/scale.json]
     python3 bench/scale/plot_scale.py build/scale/scale.json docs/plots
 
 Each replica sleeps --delay-us per batch (the noop backend's --noop-delay-us, a
@@ -76,18 +76,16 @@ import tempfile
 import threading
 import time
 
+from bench.harness import http_client, processes
+from bench.harness.balancers import HAProxy, Nginx
+from bench.harness.cpu import CpuWindow
+from bench.harness.ports import HOST, free_ports
+from bench.harness.processes import HarnessError, Registry
+from bench.harness.replica import Replica, start_replicas
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lb"))
-sys.path.insert(0, os.path.join(ROOT, "bench", "peers"))
-
-from load_client import proc_tree  # noqa: E402  (a process and its descendants, from /proc)
-from lb_procs import (HOST, HAProxy, Nginx, Procs, Replica, TestFailure, free_ports,  # noqa: E402
-                      http_request, log_tail)
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 HAPROXY_CFG = os.path.join(ROOT, "deploy", "haproxy.cfg")
 NGINX_CONF = os.path.join(ROOT, "deploy", "nginx.conf")
-LOAD_CLIENT = os.path.join(ROOT, "bench", "peers", "load_client.py")
 HOMOGENEOUS = ["haproxy-rr", "haproxy-leastconn", "haproxy-rr-agent", "haproxy-leastconn-agent", "nginx-rr",
                "nginx-leastconn"]
 SLOW_CASE = ["haproxy-rr", "haproxy-leastconn", "haproxy-rr-agent", "haproxy-leastconn-agent",
@@ -103,7 +101,7 @@ def log(msg: str) -> None:
 def replace_once(text: str, old: str, new: str, src: str) -> str:
     n = text.count(old)
     if n != 1:
-        raise TestFailure(f"{src}: expected exactly one {old.strip()!r} (found {n})")
+        raise HarnessError(f"{src}: expected exactly one {old.strip()!r} (found {n})")
     return text.replace(old, new)
 
 
@@ -111,7 +109,7 @@ def remove_line(text: str, pattern: str, src: str) -> str:
     lines = text.splitlines(keepends=True)
     hits = [i for i, line in enumerate(lines) if re.match(pattern, line)]
     if len(hits) != 1:
-        raise TestFailure(f"{src}: expected exactly one line matching {pattern!r} (found {len(hits)})")
+        raise HarnessError(f"{src}: expected exactly one line matching {pattern!r} (found {len(hits)})")
     del lines[hits[0]]
     return "".join(lines)
 
@@ -130,7 +128,7 @@ def render_haproxy(workdir: str, name: str, replicas: int, leastconn: bool) -> s
 
 
 def render_nginx(workdir: str, name: str, replicas: int, leastconn: bool) -> str:
-    """A copy of deploy/nginx.conf that lb_procs.Nginx then gives its addresses."""
+    """A copy of deploy/nginx.conf that bench.harness.balancers.Nginx then gives its addresses."""
     with open(NGINX_CONF) as f:
         text = f.read()
     if not leastconn:
@@ -148,7 +146,7 @@ def render_nginx(workdir: str, name: str, replicas: int, leastconn: bool) -> str
 class Balancer:
     """One balancer (or none: direct) in front of the first `n` replicas."""
 
-    def __init__(self, args, procs: Procs, workdir: str, config: str, replicas: list[Replica]):
+    def __init__(self, args, procs: Registry, workdir: str, config: str, replicas: list[Replica]):
         self.config, self.replicas = config, replicas
         self.hx: HAProxy | None = None
         self.ng: Nginx | None = None
@@ -178,7 +176,7 @@ class Balancer:
         if self.hx is not None:
             self.hx.start()
             self.pids = [self.hx.proc.pid]
-            self._wait_haproxy()
+            self.hx.wait_servers(want_agent=self.agent)
         elif self.ng is not None:
             self.ng.start()
             self.pids = [self.ng.proc.pid]
@@ -186,35 +184,14 @@ class Balancer:
         deadline = time.monotonic() + 10
         while True:
             try:
-                st = http_request(self.port, "POST", "/v1/embeddings", b'{"input": "ready?"}', timeout=3)[0]
+                st = http_client.request(self.port, "POST", "/v1/embeddings", b'{"input": "ready?"}', timeout=3)[0]
                 if st == 200:
                     return
             except OSError as e:
                 st = repr(e)
             if time.monotonic() > deadline:
-                raise TestFailure(f"{self.config}: first request answered {st}")
+                raise HarnessError(f"{self.config}: first request answered {st}")
             time.sleep(0.1)
-
-    def _wait_haproxy(self, timeout_s: float = 15) -> None:
-        names = [f"r{i + 1}" for i in range(len(self.replicas))]
-        deadline = time.monotonic() + timeout_s
-        rows: dict = {}
-        while time.monotonic() < deadline:
-            if self.hx.proc.poll() is not None:
-                raise TestFailure(f"{self.config}: haproxy exited {self.hx.proc.returncode}:\n"
-                                  f"{log_tail(self.hx.log)}")
-            try:
-                rows = self.hx.server_rows()
-            except (OSError, TestFailure):
-                rows = {}
-            servers = [rows.get(n) for n in names]
-            if all(s and s["status"] == "UP" and (s["agent_status"].startswith("L7OK") if self.agent
-                                                 else s["agent_status"] != "") for s in servers):
-                return
-            time.sleep(0.1)
-        raise TestFailure(f"{self.config}: servers not all UP within {timeout_s} s: "
-                          f"{[(k, v.get('status'), v.get('agent_status')) for k, v in rows.items()]}\n"
-                          f"{log_tail(self.hx.log)}")
 
     def weights(self) -> list[int] | None:
         if self.hx is None:
@@ -222,7 +199,7 @@ class Balancer:
         try:
             rows = self.hx.server_rows()
             return [int(rows[f"r{i + 1}"]["weight"]) for i in range(len(self.replicas))]
-        except (OSError, TestFailure, KeyError, ValueError):
+        except (OSError, HarnessError, KeyError, ValueError):
             return None
 
     def stop(self) -> None:
@@ -231,64 +208,17 @@ class Balancer:
                 b.stop()
 
 
-# ---------------------------------------------------------------- CPU accounting
-
-def ticks(pids: set[int]) -> dict[int, int]:
-    out = {}
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            out[pid] = int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return out
-
-
-def machine_ticks() -> tuple[int, int]:
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    idle = v[3] + v[4]
-    return sum(v[:8]) - idle, sum(v[:8])
-
-
-class CpuWindow:
-    """Cores busy per group over [t0, t1], sampled from a thread while the client runs."""
-
-    def __init__(self, groups: dict[str, list[int]]):
-        self.groups = groups
-        self.result: dict = {}
-
-    def snap(self) -> dict:
-        return {"t": time.monotonic(), "machine": machine_ticks(),
-                **{g: ticks(proc_tree(p)) for g, p in self.groups.items()}}
-
-    def run(self, start_after: float, length: float) -> None:
-        time.sleep(start_after)
-        a = self.snap()
-        time.sleep(max(0.5, length))
-        b = self.snap()
-        dt = b["t"] - a["t"]
-        res = {"window_s": round(dt, 2)}
-        busy = (b["machine"][0] - a["machine"][0]) / CLK_TCK / dt
-        res["machine_cores"] = round(busy, 2)
-        for g in self.groups:
-            d = sum(v - a[g].get(pid, v) for pid, v in b[g].items())
-            res[f"{g}_cores"] = round(d / CLK_TCK / dt, 2)
-        self.result = res
-
-
 # ---------------------------------------------------------------- load
 
 class Runner:
-    def __init__(self, args, procs: Procs, workload: str, python: str):
+    def __init__(self, args, procs: Registry, workload: str, python: str):
         self.args, self.procs, self.workload, self.python = args, procs, workload, python
         self.client: subprocess.Popen | None = None
 
     def load(self, bal: Balancer, mode: str, rate: float = 0.0, connections: int = 0) -> dict:
         a = self.args
-        cmd = [self.python, LOAD_CLIENT, self.workload, "--url", f"http://{HOST}:{bal.port}/v1/embeddings",
-               "--model", "noop", "--warmup", str(a.warmup), "--duration", str(a.duration), "--no-parse",
+        cmd = [self.python, "-m", "bench.peers.load_client", self.workload,
+               "--url", f"http://{HOST}:{bal.port}/v1/embeddings", "--model", "noop", "--warmup", str(a.warmup), "--duration", str(a.duration), "--no-parse",
                "--seed", str(a.seed)]
         if mode == "closed":
             cmd += ["--connections", str(connections)]
@@ -300,7 +230,7 @@ class Runner:
         before = [r.embeddings_served() for r in bal.replicas]
         groups = {"replicas": [r.proc.pid for r in bal.replicas], "balancer": list(bal.pids)}
         self.client = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                       stderr=subprocess.PIPE, text=True, start_new_session=True, cwd=ROOT)
         groups["client"] = [self.client.pid]
         cpu = CpuWindow(groups)
         # The client's window opens about warm-up + its start-up after launch.
@@ -310,8 +240,8 @@ class Runner:
         t_end = time.monotonic() + a.warmup + a.duration + 120
         while self.client.poll() is None:
             if time.monotonic() > t_end:
-                os.killpg(self.client.pid, signal.SIGKILL)
-                raise TestFailure(f"load client did not finish: {' '.join(cmd)}")
+                processes.kill(self.client, group=True)
+                raise HarnessError(f"load client did not finish: {' '.join(cmd)}")
             if bal.hx is not None:
                 w = bal.weights()
                 if w:
@@ -320,7 +250,7 @@ class Runner:
         out, err = self.client.communicate()
         th.join(timeout=5)
         if self.client.returncode != 0:
-            raise TestFailure(f"load client exited {self.client.returncode}: {err[-2000:]}")
+            raise HarnessError(f"load client exited {self.client.returncode}: {err[-2000:]}")
         self.client = None
         rep = json.loads(out)
         after = [r.embeddings_served() for r in bal.replicas]
@@ -353,12 +283,8 @@ class Runner:
         return res
 
     def kill_client(self) -> None:
-        if self.client is not None and self.client.poll() is None:
-            try:
-                os.killpg(self.client.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.client.wait(timeout=10)
+        if self.client is not None:
+            processes.kill(self.client, group=True)
 
 
 def replica_flags(args, delay_us: int) -> list[str]:
@@ -372,10 +298,7 @@ def start_set(args, procs, binary, tag: str, delays: list[int]) -> list[Replica]
     ports = free_ports(2 * len(delays))
     reps = [Replica(procs, binary, f"{tag}-r{i + 1}", ports[i], ports[len(delays) + i], replica_flags(args, d))
             for i, d in enumerate(delays)]
-    for r in reps:
-        r.start()
-    for r in reps:
-        r.wait_ready()
+    start_replicas(reps)
     return reps
 
 
@@ -452,7 +375,7 @@ def main() -> int:
 
     t_start = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="tb-scale-")
-    procs = Procs(workdir)
+    procs = Registry(workdir)
     python = pick_python()
     runner = Runner(args, procs, os.path.join(workdir, "seed.jsonl"), python)
 
@@ -463,7 +386,7 @@ def main() -> int:
     signal.signal(signal.SIGHUP, on_signal)
     summary: dict = {
         "started_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
+        "command": " ".join(["python3 -m bench.scale.run_scale"] + sys.argv[1:]),
         "machine": machine_info(python),
         "settings": {k: v for k, v in vars(args).items() if k not in ("keep",)},
     }
@@ -545,7 +468,7 @@ def main() -> int:
             summary["slow_case"] = {"slow_delay_us": slow_us, "slow_replica_capacity": caps[0],
                                     "fast_replica_capacity": caps[1], "capacity_sum": round(capacity, 1),
                                     "open_rate": round(rate, 1), "cases": cases}
-    except TestFailure as e:
+    except HarnessError as e:
         log(f"FAILED: {e}")
         summary["failure"] = str(e)
         rc = 1

@@ -9,16 +9,13 @@ workload file (written by `tokenbatch simulate --save-workload`) give each
 batch's true Σ tokens and padded cost B·Lmax.
 
   tokenbatch simulate --save-workload /tmp/seed.jsonl
-  python3 bench/sim/seed_batch_shapes.py /tmp/seed.jsonl [--budget 4096]
+  python3 -m bench.sim.seed_batch_shapes /tmp/seed.jsonl [--budget 4096]   # from the repository root
 """
 import argparse
 import asyncio
 import json
-import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-from seed_scheduler import extract_seed_scheduler  # noqa: E402
+from bench.seed_scheduler import extract_seed_scheduler
 
 
 async def run(requests, budget):

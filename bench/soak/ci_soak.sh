@@ -16,6 +16,11 @@ if [[ $# -lt 1 ]]; then
   echo "usage: $0 BINARY [JSON]" >&2
   exit 2
 fi
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-exec python3 "$here/soak.py" --binary "$1" --duration-s 120 --window-s 30 --rate 30 --seed 22 \
-  --json "${2:-soak_ci.json}"
+# Relative paths are the caller's: made absolute before the cd below.
+absolute() { if [[ $1 == /* ]]; then printf '%s' "$1"; else printf '%s/%s' "$PWD" "$1"; fi; }
+binary="$(absolute "$1")"
+json="$(absolute "${2:-soak_ci.json}")"
+# The soak is a module of the bench package: run from the repository root.
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+exec python3 -m bench.soak.soak --binary "$binary" --duration-s 120 --window-s 30 --rate 30 --seed 22 \
+  --json "$json"

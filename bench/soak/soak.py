@@ -57,7 +57,9 @@ named on stderr), 2 for a setup error (binary missing, server did not start).
 
 How to run
 ----------
-    python3 bench/soak/soak.py --binary build/src/cli/tokenbatch \\
+From the repository root (it is a module of the `bench` package):
+
+    python3 -m bench.soak.soak --binary build/src/cli/tokenbatch \\
         --duration-s 1800 --window-s 300 --json soak.json          # the full soak
     bash bench/soak/ci_soak.sh build/src/cli/tokenbatch           # the 2-minute CI version
 
@@ -67,13 +69,16 @@ Python 3.11+, standard library only. Keep the load modest on small machines
 Layout
 ------
 This file holds the command line and the start of the server; the rest lives
-beside it: soak_requests.py (the request classes and their payloads),
-soak_http.py (the raw HTTP/1.1 client with strict framing), soak_client.py
-(sending and judging requests), soak_load.py (the open-loop generator and the
-other background loops), soak_phases.py (load, settle, SIGTERM), soak_server.py
-(the server's command line, log and /proc counters), soak_metrics.py (/metrics
-and its comparison with the client's counts), soak_checks.py (the final checks)
-and soak_report.py (the tables, the JSON summary, the exit code).
+beside it, each module importing only those listed before it:
+soak_requests.py (the request classes and their payloads), soak_http.py (the
+raw HTTP/1.1 client with strict framing), soak_server.py (the server's command
+line, log and /proc counters), soak_client.py (sending and judging requests),
+soak_checklist.py (the named checks), soak_metrics.py (the comparison of
+/metrics with the client's counts), soak_checks.py (the final checks),
+soak_load.py (the open-loop generator and the other background loops),
+soak_report.py (the tables, the JSON summary, the exit code) and
+soak_phases.py (load, settle, SIGTERM). Starting and killing the server,
+parsing /metrics and percentiles come from bench/harness.
 """
 
 from __future__ import annotations
@@ -84,11 +89,10 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from soak_phases import run  # noqa: E402
-from soak_report import report  # noqa: E402
-from soak_server import read_log, server_command, server_help, start, wait_listening  # noqa: E402
+from bench.harness import processes
+from bench.soak.soak_phases import run
+from bench.soak.soak_report import report
+from bench.soak.soak_server import server_command, server_help, wait_listening
 
 
 def parse_args(argv=None):
@@ -165,11 +169,12 @@ def main(argv=None) -> int:
     log_path = os.path.join(workdir, "server.log")
     cmd = server_command(args)
     print("soak: " + " ".join(cmd), flush=True)
-    proc = start(cmd, log_path)
+    proc = processes.spawn(cmd, log_path)
     try:
         listening = wait_listening(proc, log_path)
         if listening is None:
-            print(f"soak: the server did not start (exit {proc.poll()}); log:\n{read_log(log_path)[-3000:]}", file=sys.stderr)
+            print(f"soak: the server did not start (exit {proc.poll()}); log:\n"
+                  f"{processes.read_log(log_path)[-3000:]}", file=sys.stderr)
             return 2
         host, port = listening
         res = asyncio.run(run(args, proc, host, port, log_path))
@@ -179,9 +184,7 @@ def main(argv=None) -> int:
             os.rmdir(workdir)
         return rc
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        processes.kill(proc, timeout_s=None)
 
 
 if __name__ == "__main__":

@@ -3,33 +3,20 @@ final checks (nothing lost or answered twice, only injected failures fail,
 every fault class exercised, /metrics agrees, a clean drain on SIGTERM, flat
 resources after the warm-up).
 
-`Checks` collects them in the order they are printed; a failed one makes the
-soak exit 1.
+`Checks` (soak_checklist.py) collects them in the order they are printed; a
+failed one makes the soak exit 1.
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import TYPE_CHECKING
 
-from soak_http import now
-from soak_metrics import check_metrics, mget
-from soak_requests import ALLOWED, Req
-
-if TYPE_CHECKING:
-    from soak_client import Client
-
-
-class Checks:
-    def __init__(self):
-        self.items: list[dict] = []
-
-    def add(self, name: str, ok: bool, detail: str = ""):
-        self.items.append({"name": name, "ok": bool(ok), "detail": detail})
-
-    @property
-    def failed(self) -> list[dict]:
-        return [c for c in self.items if not c["ok"]]
+from bench.harness import prometheus
+from bench.soak.soak_checklist import Checks
+from bench.soak.soak_client import Client
+from bench.soak.soak_http import now
+from bench.soak.soak_metrics import check_metrics
+from bench.soak.soak_requests import ALLOWED, Req
 
 
 def overlaps_burst(req: Req, bursts: list[list[float]]) -> bool:
@@ -177,7 +164,8 @@ def check_shutdown(client: Client, res: dict, shut: list[Req], checks: Checks) -
     else:
         dm = res["drain"]["metrics"]
         drain_note = (f"drain scrape at +{res['drain']['t'] - (client.t_kill - client.t0):.3f} s: in flight "
-                      f"{mget(dm, 'tokenbatch_http_in_flight'):g}, queue {mget(dm, 'tokenbatch_queue_size'):g}")
+                      f"{prometheus.value(dm, 'tokenbatch_http_in_flight'):g}, "
+                      f"queue {prometheus.value(dm, 'tokenbatch_queue_size'):g}")
     return before, drained_ok, drain_note
 
 

@@ -15,10 +15,10 @@ import collections
 import json
 import random
 
-from soak_http import Conn, NoResponse, Pool, Response, build_request, now
-from soak_metrics import parse_metrics
-from soak_requests import Payloads, Req, check_embeddings
-from soak_server import proc_stats
+from bench.harness import prometheus
+from bench.soak.soak_http import Conn, NoResponse, Pool, Response, build_request, now
+from bench.soak.soak_requests import Payloads, Req, check_embeddings
+from bench.soak.soak_server import proc_stats
 
 
 class Client:
@@ -215,7 +215,7 @@ class Client:
         resp = await self.get("/metrics", conn)
         if resp is None or resp.status != 200:
             return None
-        m = parse_metrics(resp.body.decode())
+        m = prometheus.parse(resp.body.decode())
         rec = {"label": label, "t": round(t - self.t0, 3), "metrics": m}
         if self.scrapes:
             prev = self.scrapes[-1]["metrics"]

@@ -2,22 +2,31 @@
 
 `Conn` is one keep-alive connection with one request outstanding at a time; it
 reports framing errors, bytes after a complete response and bytes on an idle
-connection to its client's violation list. `Pool` keeps idle connections,
-`build_request` writes a request, `now` is the clock every module uses.
+connection to its owner's violation list. `Pool` keeps idle connections,
+`build_request` writes a request, `now` is the clock every module uses. The
+owner is the soak's client, seen only through `ConnOwner`, so that this module
+needs nothing of the modules above it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from soak_client import Client
+from typing import Protocol
 
 
 def now() -> float:
     return time.monotonic()
+
+
+class ConnOwner(Protocol):
+    """What connections report to and open new connections with (the soak's Client)."""
+
+    open_conns: int
+
+    def violation(self, kind: str, rid: str, detail: str) -> None: ...
+
+    async def connect(self) -> Conn: ...
 
 
 class Response:
@@ -48,10 +57,10 @@ class Conn(asyncio.Protocol):
 
     Bytes after a complete response, or bytes while no request is outstanding,
     are protocol violations (a duplicate or stray reply) and are reported to
-    the client's violation list.
+    the owner's violation list.
     """
 
-    def __init__(self, client: "Client"):
+    def __init__(self, client: ConnOwner):
         self.client = client
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
@@ -165,7 +174,7 @@ class Conn(asyncio.Protocol):
 class Pool:
     """Idle keep-alive connections, most recently used first."""
 
-    def __init__(self, client: "Client", idle_max_s: float):
+    def __init__(self, client: ConnOwner, idle_max_s: float):
         self.client = client
         self.idle: list[Conn] = []
         self.idle_max_s = idle_max_s

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 
-from soak_client import Client
-from soak_http import now
-from soak_report import percentile
-from soak_requests import DISCONNECT_CLASSES
+from bench.harness.stats import percentile
+from bench.soak.soak_client import Client
+from bench.soak.soak_http import now
+from bench.soak.soak_requests import DISCONNECT_CLASSES
 
 
 async def generator(client: Client, rate: float, start: float, until: float, classes: dict[str, float], phase: str):

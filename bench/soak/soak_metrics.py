@@ -1,5 +1,5 @@
-"""Prometheus /metrics for the soak: parsing a scrape, and the comparison of the
-client's own counts with the server's after the load phase.
+"""The comparison of the soak client's own counts with the server's /metrics after
+the load phase (the scrapes are parsed by bench.harness.prometheus).
 
 `check_metrics` holds the metric checks: requests per route and code (the
 disconnected requests attributed from the server's log, with log-free bounds
@@ -10,41 +10,11 @@ gauges, the engine's input accounting and the injected failures' outcomes.
 from __future__ import annotations
 
 import collections
-import re
-from typing import TYPE_CHECKING
 
-from soak_requests import ROUTE_OPENAI, ROUTE_TEI
-
-if TYPE_CHECKING:
-    from soak_checks import Checks
-    from soak_client import Client
-
-METRIC_LINE_RE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)$")
-LABEL_RE = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def parse_metrics(text: str) -> dict[tuple[str, frozenset], float]:
-    out: dict[tuple[str, frozenset], float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = METRIC_LINE_RE.match(line)
-        if not m:
-            continue
-        labels = frozenset(LABEL_RE.findall(m.group(3) or ""))
-        try:
-            out[(m.group(1), labels)] = float(m.group(4))
-        except ValueError:
-            pass
-    return out
-
-
-def mget(metrics: dict, name: str, **labels) -> float:
-    return metrics.get((name, frozenset(labels.items())), 0.0)
-
-
-def mseries(metrics: dict, name: str) -> dict[frozenset, float]:
-    return {labels: v for (n, labels), v in metrics.items() if n == name}
+from bench.harness import prometheus
+from bench.soak.soak_checklist import Checks
+from bench.soak.soak_client import Client
+from bench.soak.soak_requests import ROUTE_OPENAI, ROUTE_TEI
 
 
 def expected_http_counts(client: Client, log) -> tuple[collections.Counter, dict]:
@@ -85,7 +55,7 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
     for key, n in meta.items():
         exp[key] += n
     server = {}
-    for labels, v in mseries(m, "tokenbatch_http_requests_total").items():
+    for labels, v in prometheus.series(m, "tokenbatch_http_requests_total").items():
         d = dict(labels)
         server[(d.get("route"), int(d.get("code", 0)))] = int(v)
     keys = sorted(set(server) | set(exp), key=lambda k: (k[0] or "", k[1]))
@@ -117,14 +87,14 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
     # Inputs per route.
     msgs = []
     for route in (ROUTE_OPENAI, ROUTE_TEI):
-        s = int(mget(m, "tokenbatch_http_inputs_total", route=route))
+        s = int(prometheus.value(m, "tokenbatch_http_inputs_total", route=route))
         lo, hi = bounds[route]["inputs_lo"], bounds[route]["inputs_hi"]
         if not lo <= s <= hi:
             msgs.append(f"{route}: server {s} outside [{lo}, {hi}]")
     checks.add("metrics: tokenbatch_http_inputs_total{route} matches the inputs sent", not msgs, "; ".join(msgs))
     # Histogram counts agree with the reply counters.
     msgs = []
-    for labels, v in mseries(m, "tokenbatch_http_request_duration_seconds_count").items():
+    for labels, v in prometheus.series(m, "tokenbatch_http_request_duration_seconds_count").items():
         route = dict(labels).get("route")
         total = sum(n for (r, _), n in server.items() if r == route)
         if int(v) != total:
@@ -132,9 +102,9 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
     checks.add("metrics: request-duration histogram counts == reply counters", not msgs, "; ".join(msgs))
     # Settled gauges.
     gauges = {
-        "tokenbatch_http_in_flight": mget(m, "tokenbatch_http_in_flight"),
-        "tokenbatch_queue_size": mget(m, "tokenbatch_queue_size"),
-        "tokenbatch_queue_tokens": mget(m, "tokenbatch_queue_tokens"),
+        "tokenbatch_http_in_flight": prometheus.value(m, "tokenbatch_http_in_flight"),
+        "tokenbatch_queue_size": prometheus.value(m, "tokenbatch_queue_size"),
+        "tokenbatch_queue_tokens": prometheus.value(m, "tokenbatch_queue_tokens"),
     }
     checks.add(
         "metrics: settled (in flight 1 = the scrape itself, queue empty)",
@@ -143,8 +113,8 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
         ", ".join(f"{k} {v:g}" for k, v in gauges.items()),
     )
     # Engine accounting: every input accepted was resolved exactly once.
-    outcomes = {dict(l).get("outcome"): int(v) for l, v in mseries(m, "tokenbatch_inputs_total").items()}
-    submitted = int(mget(m, "tokenbatch_inputs_submitted_total"))
+    outcomes = {dict(l).get("outcome"): int(v) for l, v in prometheus.series(m, "tokenbatch_inputs_total").items()}
+    submitted = int(prometheus.value(m, "tokenbatch_inputs_submitted_total"))
     resolved = sum(v for k, v in outcomes.items() if k not in ("queue_full",))
     checks.add(
         "metrics: inputs submitted == inputs resolved (success + failures other than queue_full refusals)",
@@ -170,8 +140,9 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
         hi = lo + count("oom_lone", 429)
         if not lo <= outcomes.get("out_of_memory", 0) <= hi:
             msgs.append(f"out_of_memory outcomes {outcomes.get('out_of_memory', 0)} outside [{lo}, {hi}]")
-        if mget(m, "tokenbatch_oom_events_total") < lo:
-            msgs.append(f"oom_events_total {mget(m, 'tokenbatch_oom_events_total'):g} < lone OOM replies {lo}")
+        oom_events = prometheus.value(m, "tokenbatch_oom_events_total")
+        if oom_events < lo:
+            msgs.append(f"oom_events_total {oom_events:g} < lone OOM replies {lo}")
     ok_inputs = sum(r.n_inputs for r in load if r.status == 200)
     ok_inputs += sum(r.n_inputs for r in load if r.cls == "disconnect_after_send" and log.get(r.rid, [("", 0)])[0][1] == 200)
     uncertain = sum(r.n_inputs for r in load if r.status not in (200, None) and r.kind429 != "concurrency")
@@ -180,6 +151,6 @@ def check_metrics(client: Client, final: dict, log, checks: Checks) -> dict:
         msgs.append(f"successful inputs {outcomes.get('success', 0)} outside [{ok_inputs}, {ok_inputs + uncertain}]")
     checks.add("metrics: engine outcomes match the injected failures and the 200 replies", not msgs, "; ".join(msgs))
     return {"http": diff, "bounds": {k: dict(v) for k, v in bounds.items()}, "gauges": gauges, "outcomes": outcomes,
-            "submitted": submitted, "oom_events": mget(m, "tokenbatch_oom_events_total"),
-            "isolation_retries": mget(m, "tokenbatch_isolation_retries_total"),
-            "effective_budget": mget(m, "tokenbatch_effective_budget")}
+            "submitted": submitted, "oom_events": prometheus.value(m, "tokenbatch_oom_events_total"),
+            "isolation_retries": prometheus.value(m, "tokenbatch_isolation_retries_total"),
+            "effective_budget": prometheus.value(m, "tokenbatch_effective_budget")}

@@ -17,12 +17,12 @@ import os
 import signal
 import subprocess
 
-from soak_client import Client
-from soak_http import now
-from soak_load import burster, generator, progress, sampler, scraper
-from soak_metrics import mget
-from soak_requests import CLASS_WEIGHTS, SHUTDOWN_CLASSES
-from soak_server import log_replies, read_log
+from bench.harness import processes, prometheus
+from bench.soak.soak_client import Client
+from bench.soak.soak_http import now
+from bench.soak.soak_load import burster, generator, progress, sampler, scraper
+from bench.soak.soak_requests import CLASS_WEIGHTS, SHUTDOWN_CLASSES
+from bench.soak.soak_server import log_replies
 
 
 async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str) -> dict:
@@ -71,7 +71,8 @@ async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str)
         rec = await client.scrape("settle")
         if rec is not None:
             m = rec["metrics"]
-            if mget(m, "tokenbatch_http_in_flight") == 1 and mget(m, "tokenbatch_queue_size") == 0:
+            if (prometheus.value(m, "tokenbatch_http_in_flight") == 1
+                    and prometheus.value(m, "tokenbatch_queue_size") == 0):
                 settled = True
                 break
         await asyncio.sleep(0.2)
@@ -80,7 +81,7 @@ async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str)
     final = await client.scrape("final_load")
     if final is not None:
         final["meta_before"] = meta_before
-    log_at_final = log_replies(read_log(log_path))
+    log_at_final = log_replies(processes.read_log(log_path))
     print(f"soak: load phase over: {sum(r.phase == 'load' for r in client.reqs)} requests; "
           f"settled={settled}; now the shutdown phase", flush=True)
 
@@ -132,8 +133,7 @@ async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str)
     rc = proc.poll()
     t_exit = exit_at[0] if exit_at else now()
     if rc is None:
-        proc.kill()
-        proc.wait()
+        processes.kill(proc, timeout_s=None)
     # The server is gone: every connection ends, every pending request resolves.
     if client.tasks:
         await asyncio.wait(list(client.tasks), timeout=15)

@@ -12,23 +12,14 @@ import dataclasses
 import json
 import statistics
 import sys
-from typing import TYPE_CHECKING
 
-from soak_checks import Checks, check_load_phase, check_requests, check_resources, check_shutdown, classify
-from soak_requests import Req
-from soak_server import log_replies, read_log
-
-if TYPE_CHECKING:
-    from soak_client import Client
-
-
-def percentile(sorted_vals: list[float], q: float) -> float | None:
-    if not sorted_vals:
-        return None
-    k = (len(sorted_vals) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
+from bench.harness.processes import read_log
+from bench.harness.stats import percentile
+from bench.soak.soak_checklist import Checks
+from bench.soak.soak_checks import check_load_phase, check_requests, check_resources, check_shutdown, classify
+from bench.soak.soak_client import Client
+from bench.soak.soak_requests import Req
+from bench.soak.soak_server import log_replies
 
 
 def class_table(client: Client, log) -> tuple[dict[str, collections.Counter], collections.Counter]:

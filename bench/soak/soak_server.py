@@ -1,9 +1,10 @@
 """The server under test: its command line, start-up, log and process counters.
 
 Builds the `tokenbatch serve --backend noop` command from the soak's options,
-starts it with its output in a log file and reads the bound port from that log,
-parses the debug log's reply lines (one per reply, with the client's request
-id), and reads the process's RSS, open fds and threads from /proc.
+reads the bound port from the server's log (bench.harness.processes starts it
+with its output there), parses the debug log's reply lines (one per reply,
+with the client's request id), and reads the process's RSS, open fds and
+threads from /proc.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import collections
 import os
 import re
 import subprocess
-import time
+
+from bench.harness import processes
 
 LISTEN_RE = re.compile(r"listening on http://([0-9.]+):(\d+)")
 REPLY_LOG_RE = re.compile(r"request_id=(\S+) method=(\S+) route=(\S+) status=(\d+)")
@@ -44,14 +46,6 @@ def server_command(args) -> list[str]:
     return cmd
 
 
-def read_log(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def log_replies(text: str) -> dict[str, list[tuple[str, int]]]:
     out: dict[str, list[tuple[str, int]]] = collections.defaultdict(list)
     for m in REPLY_LOG_RE.finditer(text):
@@ -59,21 +53,10 @@ def log_replies(text: str) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
-def start(cmd: list[str], log_path: str) -> subprocess.Popen:
-    """Starts the server with stdout and stderr going to `log_path`."""
-    with open(log_path, "wb") as logf:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf)
-
-
 def wait_listening(proc: subprocess.Popen, log_path: str, timeout_s: float = 60) -> tuple[str, int] | None:
     """(host, port) once the log says the server listens; None if it exits or times out first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        m = LISTEN_RE.search(read_log(log_path))
-        if m:
-            return m.group(1), int(m.group(2))
-        time.sleep(0.05)
-    return None
+    m = processes.wait_for_log(proc, log_path, LISTEN_RE, timeout_s)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 def proc_stats(pid: int) -> dict | None:

@@ -31,7 +31,7 @@ For each tokenizer it writes, under OUT/golden/:
 Everything in full (no hashes). Deterministic: two runs write the same bytes.
 
 Usage, from the repository root, after make_sentencepiece.py:
-    build/venv/bin/python scripts/tokenizer/generate_build_goldens.py
+    build/venv/bin/python -m scripts.tokenizer.generate_build_goldens
         [--sentencepiece DIR] [--tokenizers DIR] [--out DIR]
 --sentencepiece defaults to build/cache/tokenizers/sentencepiece, --out to the
 same folder, --tokenizers to ../shared/data/tokenizers.
@@ -45,9 +45,8 @@ import time
 
 from tokenizers import Tokenizer
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from generate_goldens import (DATA, REAL, ROOT, byte_offsets, json_files, load_variant,  # noqa: E402
-                              read_jsonl, tokenizer_path, utf8_prefix, write_jsonl)
+from scripts.tokenizer.generate_goldens import (DATA, REAL, ROOT, byte_offsets, json_files, load_variant,
+                                                read_jsonl, tokenizer_path, utf8_prefix, write_jsonl)
 
 TEXTS = ["corpus.jsonl", "realtext.jsonl", "realtext_multilingual.jsonl"]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Three `tokenbatch serve --backend noop` replicas behind HAProxy and nginx, on loopback (#19).
 
-    python3 tests/lb/loopback_balancers.py BINARY REPO_ROOT [--keep]
+    python3 -m tests.lb.loopback_balancers BINARY REPO_ROOT [--keep]   # from the repository root
 
 Runs the real /usr/sbin/haproxy with deploy/haproxy.cfg unchanged (addresses
 from its TB_* environment variables) and the real nginx with deploy/nginx.conf
@@ -37,13 +37,18 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from lb_load import Load  # noqa: E402
-from lb_procs import (HAProxy, Nginx, Procs, Replica, TestFailure, agent_line, free_ports,  # noqa: E402
-                      http_request, start_replicas)
+from bench.harness import http_client
+from bench.harness.balancers import HAProxy, Nginx
+from bench.harness.ports import free_ports
+from bench.harness.processes import HarnessError, Registry
+from bench.harness.replica import Replica, agent_line, start_replicas
+from tests.lb.lb_load import Load
 
 NEW_FLAGS = ["--lb-agent-port", "--lb-agent-backlog-ms", "--shutdown-delay-ms"]
+
+
+class TestFailure(HarnessError):
+    """A check failed; the message says which and with what measured values."""
 
 
 def check(cond: bool, what: str, measured) -> None:
@@ -137,7 +142,7 @@ def part_failures(args, procs, cfg, summary) -> list[Replica]:
         while reps[0].proc.poll() is None and time.monotonic() < t_term + 15:
             now = time.monotonic() - t_term
             try:
-                st, body, _ = http_request(reps[0].port, "GET", "/health", timeout=1)
+                st, body, _ = http_client.request(reps[0].port, "GET", "/health", timeout=1)
                 health = f"{st} {body.decode(errors='replace')}"
             except ConnectionRefusedError:
                 health = "refused"
@@ -282,7 +287,7 @@ def main() -> int:
         print(f"load_balancers_loopback: {args.binary} lacks {missing}", file=sys.stderr)
         return 1
     workdir = tempfile.mkdtemp(prefix="tb-lb-")
-    procs = Procs(workdir)
+    procs = Registry(workdir)
     summary: dict = {}
     parts = set(args.only or ["a", "b", "c"])
     failed = None
@@ -293,7 +298,7 @@ def main() -> int:
             reps = part_failures(args, procs, cfg, summary)
             if "c" in parts:
                 part_nginx(args, procs, conf, workdir, reps, summary)
-    except TestFailure as e:
+    except HarnessError as e:  # a failed check, or a process that did not start
         failed = str(e)
     finally:
         procs.kill_all()

@@ -1,0 +1,1 @@
+"""Tokenizer corpus, golden and SentencePiece generators (python -m scripts.tokenizer.generate_build_goldens)."""

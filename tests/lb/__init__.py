@@ -1,0 +1,1 @@
+"""Replicas behind HAProxy and nginx on loopback (python -m tests.lb.loopback_balancers)."""
