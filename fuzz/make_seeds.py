@@ -6,7 +6,7 @@ Usage: python3 fuzz/make_seeds.py OUT_DIR [HF_MODELS_DIR]
 OUT_DIR/<target>/ receives one file per seed. scripts/fuzz.sh --update-corpus
 then minimises them (libFuzzer -merge=1) into fuzz/corpus/<target>, which is
 what the repository keeps. Sources:
-  request_body_fuzz     every JSON body literal in src/server/*_test.cc, once per parser
+  request_body_fuzz     every JSON body literal in src/{api,service,http}/*_test.cc, once per parser
   http_fuzz             raw requests: each route, keep-alive and pipelining, chunked
                         and gzip bodies, Expect: 100-continue, bad framing
   tokenizer_encode_fuzz the texts of testdata/tokenizer/corpus.jsonl, per tokenizer
@@ -35,7 +35,7 @@ def write(out: pathlib.Path, target: str, name: str, data: bytes) -> None:
 
 def request_bodies(out):
     bodies = set()
-    for path in sorted((ROOT / "src/server").glob("*_test.cc")):
+    for path in sorted(p for d in ("api", "service", "http") for p in (ROOT / "src" / d).glob("*_test.cc")):
         for literal in re.findall(r'R"\((.*?)\)"', path.read_text(), flags=re.S):
             if literal.lstrip().startswith(("{", "[")):
                 bodies.add(literal)

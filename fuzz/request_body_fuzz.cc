@@ -1,4 +1,4 @@
-// Fuzz target: every route's request-body parser (server/api.h, score_api.h).
+// Fuzz target: every route's request-body parser (api/api.h, score_api.h).
 // The first byte picks the parser, the rest is the body as a client sends it:
 // JSON with token-id arrays, numbers, escapes and nesting. A parser must answer
 // every body with a request or an ApiError carrying a 4xx status, never crash.

@@ -1,4 +1,4 @@
-// JSON text of one 384-float embedding: our writer (src/server/float_text.h,
+// JSON text of one 384-float embedding: our writer (src/api/float_text.h,
 // Dragonbox digits laid out in blocks) against fmt's "{}" per value, the
 // writer it replaced, on the noop backend's values and on random unit-vector
 // components. Items are floats.

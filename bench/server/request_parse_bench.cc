@@ -1,4 +1,4 @@
-// Parsing a request body: the server's parser (src/server/api_parse.cc, simdjson
+// Parsing a request body: the server's parser (src/api/api_parse.cc, simdjson
 // DOM, with the UTF-8, nesting, duplicate-field and type checks) against
 // nlohmann::json::parse plus reading `input` and `model`, the parse it replaced,
 // on the load benchmark's body and on a 32-text batch.

@@ -106,7 +106,8 @@ void AddServeCommand(CLI::App& app) {
   opt("--max-batch-tokens", args->max_batch_tokens,
       "batch budget in the cost model's unit (sum: tokens in the batch, TEI's meaning; padded: batch size x "
       "longest input); also caps the longest input "
-      "unless --max-input-tokens is set (0 = from --calibration, else 4096)",
+      "unless --max-input-tokens is set (0 = from --calibration, else " +
+          std::to_string(SchedulerOptions{}.max_batch_tokens) + ")",
       "MAX_BATCH_TOKENS");
   opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");

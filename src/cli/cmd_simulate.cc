@@ -43,15 +43,15 @@ constexpr Command kCommand{"simulate"};
 
 struct SimulateFlags : MixFlags, ReportFlags {
   std::string tokenizer;  // "" = the model's (see DefaultTokenizer)
-  std::string arrival = "burst";
-  double rate = 100;
-  std::size_t clients = 64;
+  std::string arrival = std::string(workload::ArrivalKindName(workload::ArrivalOptions{}.kind));
+  double rate = workload::ArrivalOptions{}.rate_per_s;
+  std::size_t clients = workload::ArrivalOptions{}.clients;
   std::string device = "a10g";
   std::string model = "qwen3-0.6b";
-  std::string attention = "eager";
+  std::string attention = std::string(sim::kAttentionNames.Name(sim::GpuModelOptions{}.attention));
   std::string calibration;
   std::size_t workers = 1;
-  std::int64_t budget = 4096;
+  std::int64_t budget = SchedulerOptions{}.max_batch_tokens;
   bool short_alone = false;
 };
 
@@ -268,12 +268,14 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--tokenizer", f->tokenizer,
                   "tokenizer.json for exact token counts (default: the calibrated model's, as bench uses, or "
                   "the --model shape's)");
-  cmd->add_option("--arrival", f->arrival, "burst (all at t=0), poisson (--rate) or closed (--clients)");
+  cmd->add_option("--arrival", f->arrival, "burst (all at t=0), poisson (--rate) or closed (--clients)")
+      ->check(NamesValidator(workload::kArrivalKindNames));
   cmd->add_option("--rate", f->rate, "poisson: requests per second");
   cmd->add_option("--clients", f->clients, "closed: concurrent clients");
   CLI::Option* device = cmd->add_option("--device", f->device, "a10g, rtx4090, l4, h100, h200");
   CLI::Option* model = cmd->add_option("--model", f->model, "model shape: qwen3-0.6b or minilm");
-  CLI::Option* attention = cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)");
+  CLI::Option* attention = cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)")
+                               ->check(NamesValidator(sim::kAttentionNames));
   cmd->add_option("--calibration", f->calibration,
                   "`tokenbatch calibrate --json` file: simulate the device and model it measured (replaces "
                   "--device, --model and --attention)")

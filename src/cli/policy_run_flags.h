@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli/duration_flag.h"
+#include "cli/enum_flag.h"
 #include "cli/fail.h"
 #include "tokenbatch/core/scheduler_options.h"
 #include "tokenbatch/sim/batch_former.h"
@@ -30,10 +31,10 @@ namespace tokenbatch::cli {
 struct MixFlags {
   std::string workload;  // JSON Lines; empty: generate --mix
   std::string save_workload;  // write the workload (before admission) here; empty: no
-  std::string mix = "seed";
-  std::size_t requests = 5000;  // the seed experiment's count
-  double long_fraction = 0.5;
-  std::uint32_t seed = 1;
+  std::string mix = std::string(workload::MixKindName(workload::MixOptions{}.kind));
+  std::size_t requests = workload::MixOptions{}.requests;  // the seed experiment's count
+  double long_fraction = workload::MixOptions{}.long_fraction;
+  std::uint32_t seed = workload::MixOptions{}.seed;
   // Admission (workload::Admit): longest request in tokens, 0 = the model's
   // max_positions; what happens to longer ones.
   std::int64_t max_input_tokens = 0;
@@ -120,7 +121,7 @@ inline AdmittedLoad SaveAndAdmit(const Command& command, const MixFlags& flags, 
 // --mix, --requests, --long-fraction, --seed (the workload generator),
 // --save-workload, --max-input-tokens and --oversize (its admission).
 inline void AddMixFlags(CLI::App* cmd, MixFlags& f) {
-  cmd->add_option("--mix", f.mix, "generated mix: seed, all_short, all_long, long_tailed");
+  cmd->add_option("--mix", f.mix, "generated mix")->check(NamesValidator(workload::kMixKindNames));
   cmd->add_option("--requests", f.requests, "requests in the generated mix (the seed has 5,000)");
   cmd->add_option("--long-fraction", f.long_fraction, "seed mix: share of long passages");
   cmd->add_option("--seed", f.seed, "seed of the mix (and of Poisson arrivals)");

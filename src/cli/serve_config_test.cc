@@ -184,9 +184,9 @@ TEST(ResolveServeConfig, RefusesWhatCannotWorkNamingTheFlag) {
   const std::vector<Refusal> refusals = {
       {"negative wait", [](ServeArgs& a, ServeFiles&) { a.max_wait_ms = -1; }, "--max-wait-ms must be >= 0, got -1"},
       {"batch window", [](ServeArgs& a, ServeFiles&) { a.batch_window = "sometimes"; },
-       "--batch-window: unknown batch window \"sometimes\"; expected one of: adaptive, fixed"},
+       "--batch-window: unknown batch window 'sometimes'; expected one of: adaptive, fixed"},
       {"policy", [](ServeArgs& a, ServeFiles&) { a.policy = "random"; },
-       "--policy: unknown packing policy \"random\"; expected one of: fifo, bucketed, length_aware"},
+       "--policy: unknown packing policy 'random'; expected one of: fifo, bucketed, length_aware"},
       {"oversize", [](ServeArgs& a, ServeFiles&) { a.oversize = "drop"; }, "--oversize: unknown oversize policy"},
       {"shutdown", [](ServeArgs& a, ServeFiles&) { a.shutdown = "abort"; }, "--shutdown: unknown shutdown mode"},
       {"execution", [](ServeArgs& a, ServeFiles&) { a.execution = "ragged"; }, "--execution: unknown execution"},

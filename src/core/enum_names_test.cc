@@ -25,7 +25,9 @@ TEST(EnumNames, PrintsTheFirstNameParsesEveryNameAndListsTheChoices) {
   const absl::StatusOr<Colour> bad = kColourNames.Parse("Red");  // exact, case-sensitive
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(GetErrorKind(bad.status()), ErrorKind::kInvalidArgument);
-  EXPECT_EQ(bad.status().message(), "unknown colour \"Red\"; expected one of: red, green, blue");
+  EXPECT_EQ(bad.status().message(), "unknown colour 'Red'; expected one of: red, green, blue");
+  constexpr EnumNames<Colour, 1> kQuoted{"colour", {{{Colour::kRed, "red"}}}, '"'};
+  EXPECT_EQ(kQuoted.Parse("x").status().message(), "unknown colour \"x\"; expected one of: red");
 }
 
 TEST(EnumNames, EveryOptionEnumRoundTrips) {

@@ -53,12 +53,6 @@ absl::StatusOr<DeviceSpec> DevicePreset(std::string_view name) {
       absl::StrCat("unknown device '", ToAbsl(name), "' (expected a10g, rtx4090, l4, h100 or h200)"));
 }
 
-absl::StatusOr<Attention> ParseAttention(std::string_view name) {
-  if (name == "eager") return Attention::kEager;
-  if (name == "flash") return Attention::kFlash;
-  return InvalidArgumentError(absl::StrCat("unknown attention '", ToAbsl(name), "' (expected eager or flash)"));
-}
-
 absl::StatusOr<GpuModel> GpuModel::Create(const ModelShape& m, const DeviceSpec& d, const GpuModelOptions& o,
                                           std::optional<Calibration> calibration) {
   if (m.layers < 1 || m.hidden < 1 || m.heads < 1 || m.kv_heads < 1 || m.head_dim < 1 || m.intermediate < 1 ||

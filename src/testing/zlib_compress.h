@@ -1,5 +1,5 @@
 // Compressing test data with zlib, to feed the server's Content-Encoding
-// decoding (src/server/content_coding.h). Test-only.
+// decoding (src/api/content_coding.h). Test-only.
 #pragma once
 
 #include <zlib.h>

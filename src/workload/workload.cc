@@ -141,44 +141,6 @@ absl::StatusOr<std::vector<WorkloadRequest>> GenerateMix(const MixOptions& o, co
   return out;
 }
 
-absl::StatusOr<MixKind> ParseMixKind(std::string_view name) {
-  std::string n(name);
-  std::replace(n.begin(), n.end(), '-', '_');
-  if (n == "seed") return MixKind::kSeed;
-  if (n == "all_short") return MixKind::kAllShort;
-  if (n == "all_long") return MixKind::kAllLong;
-  if (n == "long_tailed") return MixKind::kLongTailed;
-  return InvalidArgumentError(
-      absl::StrCat("unknown mix '", ToAbsl(name), "' (expected seed, all_short, all_long or long_tailed)"));
-}
-
-std::string_view MixKindName(MixKind kind) {
-  switch (kind) {
-    case MixKind::kSeed: return "seed";
-    case MixKind::kAllShort: return "all_short";
-    case MixKind::kAllLong: return "all_long";
-    case MixKind::kLongTailed: return "long_tailed";
-  }
-  return "?";
-}
-
-absl::StatusOr<ArrivalKind> ParseArrivalKind(std::string_view name) {
-  if (name == "burst") return ArrivalKind::kBurst;
-  if (name == "poisson") return ArrivalKind::kPoisson;
-  if (name == "closed") return ArrivalKind::kClosed;
-  return InvalidArgumentError(
-      absl::StrCat("unknown arrival process '", ToAbsl(name), "' (expected burst, poisson or closed)"));
-}
-
-std::string_view ArrivalKindName(ArrivalKind kind) {
-  switch (kind) {
-    case ArrivalKind::kBurst: return "burst";
-    case ArrivalKind::kPoisson: return "poisson";
-    case ArrivalKind::kClosed: return "closed";
-  }
-  return "?";
-}
-
 absl::Status AssignArrivals(const ArrivalOptions& options, std::vector<WorkloadRequest>& requests) {
   if (options.kind == ArrivalKind::kPoisson && !(options.rate_per_s > 0)) {
     return InvalidArgumentError(absl::StrCat("poisson arrivals need rate > 0, got ", options.rate_per_s));

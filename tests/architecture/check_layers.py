@@ -13,7 +13,8 @@ include what their folder's dependencies include, and the test helpers
 Third-party libraries are held to their layer too: only src/http includes Boost
 (Beast, Asio); src/service includes none of Boost, simdjson, OpenSSL or zlib.
 
-And no source file is longer than 400 lines (small files, one concept each).
+And no source file is longer than 400 lines (small files, one concept each),
+and every file the README's request-path diagram names exists.
 
 Usage: check_layers.py [SOURCE_DIR]; exits 1 listing every violation.
 Standard library only.
@@ -120,6 +121,24 @@ def check_tree(root: pathlib.Path) -> list:
     return problems
 
 
+def check_readme(root: pathlib.Path) -> list:
+    """Every path in the README's "The request path" section names a file of the tree."""
+    text = (root / "README.md").read_text(encoding="utf-8")
+    start = text.find("### The request path")
+    if start < 0:
+        return ["README.md: no \"### The request path\" section"]
+    end = text.find("\n## ", start)
+    section = text[start : end if end > 0 else len(text)]
+    problems = []
+    paths = set(re.findall(r"\b((?:src|include|tests)/[\w./-]+\.(?:cc|h|py))\b", section))
+    if len(paths) < 10:
+        problems.append(f"README.md: the request path names only {len(paths)} files")
+    for path in sorted(paths):
+        if not (root / path).is_file():
+            problems.append(f"README.md: the request path names {path}, which does not exist")
+    return problems
+
+
 def self_test() -> list:
     """The checks find what they must: a tree with one violation of each kind."""
     import tempfile
@@ -151,7 +170,7 @@ def self_test() -> list:
 
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
-    problems = self_test() + check_table() + check_tree(root)
+    problems = self_test() + check_table() + check_tree(root) + check_readme(root)
     for p in problems:
         print(p)
     if problems:

@@ -66,7 +66,7 @@ struct ServerOptions {
   std::chrono::microseconds half_weight_backlog{100'000};
   // Origins whose web pages may call the server from a browser (TEI's
   // --cors-allow-origin): "*" for any, or serialized origins such as
-  // "https://app.example.com" (see CorsPolicy, server/cors.h). Empty: none,
+  // "https://app.example.com" (see CorsPolicy, api/cors.h). Empty: none,
   // unlike TEI, which allows any origin when the flag is unset: a server on a
   // workstation's loopback would then answer every web page its user opens.
   // Validated by HttpServer::Start (InvalidArgument).

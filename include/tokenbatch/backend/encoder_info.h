@@ -21,7 +21,7 @@ enum class Pooling {
   kLast,  // the request's last real token
 };
 inline constexpr EnumNames<Pooling, 3> kPoolingNames{
-    "pooling", {{{Pooling::kCls, "cls"}, {Pooling::kMean, "mean"}, {Pooling::kLast, "last"}}}};
+    "pooling", {{{Pooling::kCls, "cls"}, {Pooling::kMean, "mean"}, {Pooling::kLast, "last"}}}, '"'};
 
 // "cls" | "mean" | "last" -> Pooling; InvalidArgumentError listing them otherwise.
 [[nodiscard]] inline absl::StatusOr<Pooling> ParsePooling(std::string_view name) { return kPoolingNames.Parse(name); }

@@ -12,7 +12,9 @@
 //         {OversizePolicy::kSplit, "split"}}}};
 //
 // An entry marked `alias` is accepted by Parse but never printed: Name gives
-// the first entry of a value, Choices lists only the others.
+// the first entry of a value, Choices lists only the others. `quote` is how
+// Parse's message quotes a refused name (each enum keeps the style its
+// messages have always had).
 //
 // Thread-safety: immutable constexpr data; every member is a pure function.
 #pragma once
@@ -38,9 +40,10 @@ struct EnumName {
 
 template <typename E, std::size_t N>
 struct EnumNames {
-  // What the enum is, for error messages: "unknown <what> \"x\"".
+  // What the enum is, for error messages: "unknown <what> 'x'".
   std::string_view what;
   std::array<EnumName<E>, N> entries;
+  char quote = '\'';  // around a refused name in Parse's message
 
   // The printed name of `value`; "unknown" for a value outside the table
   // (a cast integer).
@@ -52,13 +55,14 @@ struct EnumNames {
   }
 
   // The value named `name` (exact, case-sensitive). Errors: InvalidArgument
-  // "unknown <what> \"<name>\"; expected one of: a, b, c".
+  // "unknown <what> '<name>'; expected one of: a, b, c" (with `quote`).
   [[nodiscard]] absl::StatusOr<E> Parse(std::string_view name) const {
     for (const EnumName<E>& e : entries) {
       if (e.name == name) return e.value;
     }
     return InvalidArgumentError(
-        absl::StrCat("unknown ", ToAbsl(what), " \"", ToAbsl(name), "\"; expected one of: ", Choices()));
+        absl::StrCat("unknown ", ToAbsl(what), " ", std::string(1, quote), ToAbsl(name), std::string(1, quote),
+                     "; expected one of: ", Choices()));
   }
 
   // The printed names in table order, e.g. for a command-line validator.

@@ -41,7 +41,7 @@ enum class Execution {
   kPadded,  // right-padded [B, Lmax]: cost B x Lmax
 };
 inline constexpr EnumNames<Execution, 2> kExecutionNames{
-    "execution", {{{Execution::kPacked, "packed"}, {Execution::kPadded, "padded"}}}};
+    "execution", {{{Execution::kPacked, "packed"}, {Execution::kPadded, "padded"}}}, '"'};
 // "packed" | "padded" -> Execution; InvalidArgumentError listing them otherwise.
 [[nodiscard]] inline absl::StatusOr<Execution> ParseExecution(std::string_view name) {
   return kExecutionNames.Parse(name);

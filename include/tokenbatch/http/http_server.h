@@ -16,7 +16,7 @@
 // read_timeout / 4 (10 ms to 1 s), so up to that much late.
 //
 // With ServerOptions::lb_agent_port, a second listener answers HAProxy's agent
-// check: one line per connection (server/load_weight.h) with the weight this
+// check: one line per connection (api/load_weight.h) with the weight this
 // replica asks for, "drain" once BeginDrain was called, "down" once stopping.
 //
 // BeginDrain: /health answers 503 and every reply closes its connection, while

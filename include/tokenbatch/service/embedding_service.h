@@ -13,7 +13,7 @@
 // unless the request's truncate is false, see PairToTokens). Embed tokenises
 // them on ServiceOptions::tokenizer_threads threads (never on the caller's thread,
 // which is an I/O thread; the threads drain their queue in bulk and are woken
-// only when needed, see src/server/work_queue.h), submits each input to the
+// only when needed, see src/service/work_queue.h), submits each input to the
 // Batcher as its own request (so the inputs of one client request may land in
 // different batches), and calls the callback once all are resolved. Oversize inputs follow the Batcher's oversize
 // policy one by one; a request-level `truncate` cuts an input to max_input_tokens first (TEI's truncate /

@@ -60,6 +60,7 @@
 
 #include "absl/status/statusor.h"
 #include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/enum_names.h"
 
 namespace tokenbatch::sim {
 
@@ -107,8 +108,12 @@ struct DeviceSpec {
 [[nodiscard]] absl::StatusOr<DeviceSpec> DevicePreset(std::string_view name);
 
 enum class Attention { kEager, kFlash };
-// "eager" | "flash". Errors: InvalidArgument.
-[[nodiscard]] absl::StatusOr<Attention> ParseAttention(std::string_view name);
+inline constexpr EnumNames<Attention, 2> kAttentionNames{
+    "attention", {{{Attention::kEager, "eager"}, {Attention::kFlash, "flash"}}}};
+// "eager" | "flash". Errors: InvalidArgument listing them.
+[[nodiscard]] inline absl::StatusOr<Attention> ParseAttention(std::string_view name) {
+  return kAttentionNames.Parse(name);
+}
 
 struct GpuModelOptions {
   Attention attention = Attention::kEager;

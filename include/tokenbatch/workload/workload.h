@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tokenbatch/core/enum_names.h"
 
 namespace tokenbatch::workload {
 
@@ -77,8 +78,17 @@ using TokenCounter = std::function<absl::StatusOr<std::int64_t>(std::string_view
                                                                        const TokenCounter& count);
 
 // "seed" | "all_short" | "all_long" | "long_tailed" (dashes accepted).
-[[nodiscard]] absl::StatusOr<MixKind> ParseMixKind(std::string_view name);
-[[nodiscard]] std::string_view MixKindName(MixKind kind);
+inline constexpr EnumNames<MixKind, 7> kMixKindNames{
+    "mix",
+    {{{MixKind::kSeed, "seed"},
+      {MixKind::kAllShort, "all_short"},
+      {MixKind::kAllLong, "all_long"},
+      {MixKind::kLongTailed, "long_tailed"},
+      {MixKind::kAllShort, "all-short", /*alias=*/true},
+      {MixKind::kAllLong, "all-long", /*alias=*/true},
+      {MixKind::kLongTailed, "long-tailed", /*alias=*/true}}}};
+[[nodiscard]] inline absl::StatusOr<MixKind> ParseMixKind(std::string_view name) { return kMixKindNames.Parse(name); }
+[[nodiscard]] constexpr std::string_view MixKindName(MixKind kind) { return kMixKindNames.Name(kind); }
 
 enum class ArrivalKind { kBurst, kPoisson, kClosed };
 
@@ -90,8 +100,13 @@ struct ArrivalOptions {
 };
 
 // "burst" | "poisson" | "closed".
-[[nodiscard]] absl::StatusOr<ArrivalKind> ParseArrivalKind(std::string_view name);
-[[nodiscard]] std::string_view ArrivalKindName(ArrivalKind kind);
+inline constexpr EnumNames<ArrivalKind, 3> kArrivalKindNames{
+    "arrival process",
+    {{{ArrivalKind::kBurst, "burst"}, {ArrivalKind::kPoisson, "poisson"}, {ArrivalKind::kClosed, "closed"}}}};
+[[nodiscard]] inline absl::StatusOr<ArrivalKind> ParseArrivalKind(std::string_view name) {
+  return kArrivalKindNames.Parse(name);
+}
+[[nodiscard]] constexpr std::string_view ArrivalKindName(ArrivalKind kind) { return kArrivalKindNames.Name(kind); }
 
 // Sets arrival_us of every request in order (burst and closed: 0; poisson:
 // cumulative exponential gaps). Errors: InvalidArgument for rate <= 0 or
