@@ -62,8 +62,8 @@ Server& TheServer() {
     service_options.batcher.scheduler.max_batch_tokens = 256;
     service_options.batcher.scheduler.max_input_tokens = 64;
     service_options.batcher.scheduler.max_wait = std::chrono::microseconds(100);
-    auto service =
-        server::EmbeddingService::Create(service_options, *std::move(tok), backend::MakeNoopEncoder({.hidden_size = 8}));
+    auto service = server::EmbeddingService::Create(service_options, *std::move(tok),
+                                                    tokenbatch::backend::MakeNoopEncoder({.hidden_size = 8}));
     FUZZ_CHECK(service.ok());
     auto* out = new Server{.service = *std::move(service)};
     out->router = std::make_unique<server::Router>(server::ServerOptions{.host = "127.0.0.1",

@@ -82,7 +82,7 @@ class Router {
   using Respond = std::function<void(HttpReply)>;
 
   // `service` must outlive the Router. Invalid options.cors_allow_origins
-  // (HttpServer::Start refuses them first) allow no origin.
+  // allow no origin here (HttpServer::Start refuses to serve with them).
   Router(const ServerOptions& options, EmbeddingService* service);
 
   // Handles `request`; `respond` is called exactly once. Returns a function that

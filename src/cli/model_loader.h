@@ -1,7 +1,7 @@
 // Loading the model `calibrate` and `bench` measure: a Hugging Face / sentence-
 // transformers directory (--model-id, hf::HfEncoder) or a TorchScript file
 // (--model, backend::TorchEncoder with its gen_models.py sidecar). `serve` has
-// the same two flags with its own defaults (cmd_serve.cc).
+// the same two flags with its own defaults (serve_args.h).
 #pragma once
 
 #include <cstdint>

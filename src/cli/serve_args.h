@@ -1,4 +1,4 @@
-// ServeArgs: `tokenbatch serve`'s flags as given (serve_flags.cc registers
+// ServeArgs: `tokenbatch serve`'s flags as given (cmd_serve.cc registers
 // them, ResolveServeConfig in serve_config.h turns them into options). Every
 // default is read from the options struct the flag sets, so the two never
 // disagree; only serve's own choices (TEI's auto-truncate, the torch backend,

@@ -239,7 +239,7 @@ std::string ModelName(const ServeArgs& a, const ServeFiles& files) {
 }  // namespace
 
 std::string ChooseModelDirectory(const ServeArgs& args, std::string_view bundled_dir) {
-  if (args.backend == "noop" || !args.model.empty()) return "";
+  if (args.backend != "torch" || !args.model.empty()) return "";
   return args.model_id.empty() ? std::string(bundled_dir) : args.model_id;
 }
 

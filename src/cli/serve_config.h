@@ -77,11 +77,13 @@ struct ServeFiles {
 };
 
 // The Hugging Face directory serve loads: --model-id (or MODEL_ID), else
-// `bundled_dir`, unless --model names a TorchScript file or --backend is noop
-// (then ""). Pure.
+// `bundled_dir`, unless --model names a TorchScript file or --backend is not
+// torch (then ""). Pure.
 [[nodiscard]] std::string ChooseModelDirectory(const ServeArgs& args, std::string_view bundled_dir);
 
-// Reads what `args` names: the model directory's files (hf::ReadModelDirectory),
+// Reads what `args` names (nothing of a model unless --backend is torch, so
+// that ResolveServeConfig names a mistyped backend): the model directory's
+// files (hf::ReadModelDirectory),
 // the --calibration file (parsed and checked as `calibrate` checks before it
 // recommends, CheckCalibrationFile), the --api-key-file line and a TorchScript
 // model's sidecar. Blocks on the file system. Errors: InvalidArgument naming
@@ -104,8 +106,8 @@ struct ServeFiles {
 // Face directory whose embedding table is smaller than the tokenizer's
 // vocabulary is refused; a TorchScript model's is warned about (its token-id
 // inputs below the size still work). Blocks for the load. Errors: the
-// encoders' Load errors, InvalidArgument for the vocabulary mismatch,
-// Unimplemented without libtorch.
+// encoders' Load errors (their code, the message after "loading PATH: "),
+// InvalidArgument for the vocabulary mismatch, Unimplemented without libtorch.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<backend::Encoder>> LoadServeEncoder(
     const ServeConfig& config, const tokenizer::Tokenizer& tokenizer);
 

@@ -19,15 +19,11 @@ namespace fs = std::filesystem;
 
 absl::Status Bad(const std::string& message) { return InvalidArgumentError(message); }
 
-// The directory's own name, also when given as "dir/", "dir/." or ".".
-std::string DirectoryName(const std::string& dir) {
-  fs::path p = fs::absolute(dir).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  return p.filename().string();
-}
-
 absl::StatusOr<ModelDirectoryFacts> ReadDirectory(const ServeArgs& args, const std::string& dir) {
 #ifdef TOKENBATCH_HAVE_BACKEND
+  // The directory's own name, also when given as "dir/", "dir/." or ".".
+  fs::path name = fs::absolute(dir).lexically_normal();
+  if (name.filename().empty()) name = name.parent_path();
   if (!fs::is_directory(dir)) {
     return Bad(fmt::format("model directory {} not found; {}", dir,
                            args.model_id.empty() ? "run scripts/prepare_assets.sh, or pass --model-id DIR"
@@ -38,7 +34,7 @@ absl::StatusOr<ModelDirectoryFacts> ReadDirectory(const ServeArgs& args, const s
   return ModelDirectoryFacts{.prompts = m->prompts,
                              .default_prompt_name = m->default_prompt_name,
                              .tokenizer_path = m->tokenizer_path,
-                             .name = DirectoryName(dir)};
+                             .name = name.filename().string()};
 #else
   (void)args;
   (void)dir;
@@ -74,7 +70,7 @@ absl::StatusOr<ServeFiles> ReadServeFiles(const ServeArgs& args, const BundledFi
     absl::StatusOr<ModelDirectoryFacts> facts = ReadDirectory(args, files.model_dir);
     if (!facts.ok()) return facts.status();
     files.directory = *std::move(facts);
-  } else if (args.backend != "noop") {
+  } else if (args.backend == "torch") {
 #ifndef TOKENBATCH_HAVE_BACKEND
     return absl::UnimplementedError("this build has no libtorch backend; use --backend noop");
 #endif

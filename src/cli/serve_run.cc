@@ -90,7 +90,9 @@ void RunServe(const ServeConfig& config) {
 
   auto tok = OrFail(kServeCommand, tokenizer::Tokenizer::FromFile(config.tokenizer),
                     "loading tokenizer " + config.tokenizer);
-  auto encoder = OrFail(kServeCommand, LoadServeEncoder(config, *tok), "loading " + config.model_path);
+  absl::StatusOr<std::unique_ptr<backend::Encoder>> loaded = LoadServeEncoder(config, *tok);
+  if (!loaded.ok()) Fail(kServeCommand, std::string(loaded.status().message()));
+  std::unique_ptr<backend::Encoder> encoder = *std::move(loaded);
   const backend::EncoderInfo info = encoder->info();
   if (info.classifier) {
     spdlog::info(

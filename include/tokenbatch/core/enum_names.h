@@ -13,8 +13,8 @@
 //
 // An entry marked `alias` is accepted by Parse but never printed: Name gives
 // the first entry of a value, Choices lists only the others. `quote` is how
-// Parse's message quotes a refused name (each enum keeps the style its
-// messages have always had).
+// Parse's message quotes a refused name: callers and tests match the name
+// as quoted.
 //
 // Thread-safety: immutable constexpr data; every member is a pure function.
 #pragma once

@@ -35,7 +35,9 @@
 
 namespace tokenbatch::server {
 
-class Router;  // src/api/router.h: routes, API shapes and the service behind them
+// src/api/router.h (internal to the program and its tests, as this library is):
+// the routes, API shapes and the service behind them.
+class Router;
 
 class HttpServer {
  public:
@@ -43,7 +45,8 @@ class HttpServer {
   // options().io_threads threads, with its socket limits. `router` (and the
   // service behind it) must outlive the server. Errors: InvalidArgument for a
   // null router, a bad address, io_threads < 1 or an invalid
-  // cors_allow_origins entry; Unavailable when the port cannot be bound.
+  // cors_allow_origins entry; Unavailable when the port cannot be bound. One
+  // server per Router: Stop shuts the Router and its service down for good.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(Router* router);
   // Stops (see Stop) if it was not stopped.
   ~HttpServer();
