@@ -71,9 +71,11 @@ Router::Router(const ServerOptions& options, EmbeddingService* service)
       api_key_(options.api_key),
       cors_(CorsPolicy::Create(options.cors_allow_origins).value_or(CorsPolicy())),
       service_(service),
-      classifier_(service->backend().info().classifier
-                      ? std::make_shared<const backend::ClassifierInfo>(*service->backend().info().classifier)
-                      : nullptr),
+      classifier_([&]() -> std::shared_ptr<const backend::ClassifierInfo> {
+        std::optional<backend::ClassifierInfo> classifier = service->backend().info().classifier;
+        if (!classifier) return nullptr;
+        return std::make_shared<const backend::ClassifierInfo>(*std::move(classifier));
+      }()),
       created_unix_s_(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
               .count()) {}

@@ -19,14 +19,6 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// `status` with `prefix` before its message, keeping its payloads (its ErrorKind).
-absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
-  absl::Status out(status.code(), absl::StrCat(prefix, status.message()));
-  status.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
-}
-
 }  // namespace
 
 absl::StatusOr<QuadraticFit> FitQuadraticCost(std::span<const GridPoint> shapes,
@@ -142,7 +134,7 @@ absl::StatusOr<std::vector<GridPoint>> RunCalibrationGrid(
     const std::string shape = absl::StrCat("shape [", p.batch_size, ", ", p.seq_len, "]: ");
     for (int w = 0; w < options.warmup; ++w) {
       absl::StatusOr<std::vector<Embedding>> r = encoder.Embed(batch);
-      if (!r.ok()) return Prefixed(r.status(), shape);
+      if (!r.ok()) return WithMessagePrefix(r.status(), shape);
     }
     std::vector<double> latencies;
     for (int k = 0; k < options.repeats; ++k) {
@@ -150,7 +142,7 @@ absl::StatusOr<std::vector<GridPoint>> RunCalibrationGrid(
       const auto t0 = std::chrono::steady_clock::now();
       absl::StatusOr<std::vector<Embedding>> r = encoder.Embed(batch);
       const auto t1 = std::chrono::steady_clock::now();
-      if (!r.ok()) return Prefixed(r.status(), shape);  // an OOM stays an OOM
+      if (!r.ok()) return WithMessagePrefix(r.status(), shape);  // an OOM stays an OOM
       absl::StatusOr<int64_t> peak = encoder.PeakMemoryBytes();
       if (!peak.ok()) return peak.status();
       latencies.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());

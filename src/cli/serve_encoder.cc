@@ -7,14 +7,6 @@
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::cli {
-namespace {
-
-// A load error, as "loading PATH: <its message>" with its code.
-[[maybe_unused]] absl::Status Loading(const std::string& path, const absl::Status& status) {
-  return absl::Status(status.code(), fmt::format("loading {}: {}", path, std::string(status.message())));
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<backend::Encoder>> LoadServeEncoder(const ServeConfig& config,
                                                                    const tokenizer::Tokenizer& tokenizer) {
@@ -24,7 +16,7 @@ absl::StatusOr<std::unique_ptr<backend::Encoder>> LoadServeEncoder(const ServeCo
   const auto tokenizer_ids = static_cast<std::int64_t>(tokenizer.VocabSize());
   if (e.kind == EncoderChoice::Kind::kHfDirectory) {
     absl::StatusOr<std::unique_ptr<hf::HfEncoder>> encoder = hf::HfEncoder::Load(e.hf);
-    if (!encoder.ok()) return Loading(e.hf.model_dir, encoder.status());
+    if (!encoder.ok()) return WithMessagePrefix(encoder.status(), "loading " + e.hf.model_dir + ": ");
     // Ids the tokenizer can produce must all index the embedding table.
     const std::int64_t rows = (*encoder)->info().vocab_size;
     if (tokenizer_ids > rows) {
@@ -42,7 +34,7 @@ absl::StatusOr<std::unique_ptr<backend::Encoder>> LoadServeEncoder(const ServeCo
                  tokenizer_ids, e.torchscript.model_path, e.torchscript.vocab_size);
   }
   absl::StatusOr<std::unique_ptr<backend::TorchEncoder>> encoder = backend::TorchEncoder::Load(e.torchscript);
-  if (!encoder.ok()) return Loading(e.torchscript.model_path, encoder.status());
+  if (!encoder.ok()) return WithMessagePrefix(encoder.status(), "loading " + e.torchscript.model_path + ": ");
   return std::unique_ptr<backend::Encoder>(*std::move(encoder));
 #else
   (void)tokenizer;

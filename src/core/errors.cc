@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 
 namespace tokenbatch {
 namespace {
@@ -63,6 +64,12 @@ ErrorKind GetErrorKind(const absl::Status& status) {
 std::string_view ErrorKindName(ErrorKind kind) {
   const auto index = static_cast<size_t>(kind);
   return index < kNames.size() ? kNames[index] : "unclassified";
+}
+
+absl::Status WithMessagePrefix(const absl::Status& status, std::string_view prefix) {
+  absl::Status out(status.code(), absl::StrCat(ToAbsl(prefix), status.message()));
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 }  // namespace tokenbatch

@@ -120,7 +120,7 @@ struct Shared {
   }
 
   net::io_context* const ioc_;
-  const ServerOptions options;
+  const ServerOptions& options;  // the Router's (it outlives the server)
   Router& router;
   std::atomic<std::int64_t> sessions{0};
   std::atomic<std::uint64_t> next_request_id{1};

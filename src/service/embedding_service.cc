@@ -43,7 +43,7 @@ void EmbeddingService::Impl::Resolved(const std::shared_ptr<Pending>& p, std::si
     MutexLock lock(&p->mu);
     p->outs[i] = *std::move(r);
   } else {
-    p->Fail(PrefixedStatus(r.status(), absl::StrCat("input[", i, "]: ")));
+    p->Fail(WithMessagePrefix(r.status(), absl::StrCat("input[", i, "]: ")));
   }
   if (!p->CountDown(1)) return;
   // The answer (the caller formats its reply there) goes to a tokenizer
@@ -90,7 +90,7 @@ void EmbeddingService::Impl::RunEmbed(const std::shared_ptr<Pending>& p, const E
     absl::StatusOr<RequestId> id = batcher->Submit(
         std::move(input), tokens, submit, [this, p, i](absl::StatusOr<ItemOut> r) { Resolved(p, i, std::move(r)); });
     if (!id.ok()) {
-      refused = PrefixedStatus(id.status(), absl::StrCat("input[", i, "]: "));
+      refused = WithMessagePrefix(id.status(), absl::StrCat("input[", i, "]: "));
       break;
     }
     p->ids.push_back(*id);
@@ -156,6 +156,7 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
                                        .prompts = impl->options.prompts,
                                        .default_prompt = impl->options.default_prompt};
   if (info.classifier) impl->preparation.cross_encoder_token_types = info.classifier->token_types;
+  CountPromptTokens(*impl->tokenizer, impl->preparation);
   impl->backend = std::move(backend);
   return std::unique_ptr<EmbeddingService>(new EmbeddingService(std::move(impl)));
 }

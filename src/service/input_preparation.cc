@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "service/input_tokens.h"
@@ -29,6 +28,15 @@ struct Prompt {
   std::int64_t tokens = 0;
 };
 
+// sentence-transformers' prompt_length of `text` (see Prompt).
+absl::StatusOr<std::int64_t> PromptLength(const tokenizer::Tokenizer& tokenizer, const std::string& text) {
+  EmbedInput alone;
+  alone.text = text;
+  absl::StatusOr<InputTokens> ids = InputToTokens(tokenizer, alone, InputTokenLimits{});
+  if (!ids.ok()) return WithMessagePrefix(ids.status(), "prompt: ");
+  return static_cast<std::int64_t>(ids->ids.size()) - ids->specials.suffix;
+}
+
 absl::StatusOr<Prompt> ResolvePrompt(const tokenizer::Tokenizer& tokenizer, const InputPreparation& how,
                                      const EmbedRequest& request) {
   Prompt prompt{.text = how.default_prompt};
@@ -44,11 +52,11 @@ absl::StatusOr<Prompt> ResolvePrompt(const tokenizer::Tokenizer& tokenizer, cons
     prompt.text = it->second;
   }
   if (prompt.text.empty()) return prompt;
-  EmbedInput alone;
-  alone.text = prompt.text;
-  absl::StatusOr<InputTokens> ids = InputToTokens(tokenizer, alone, InputTokenLimits{});
-  if (!ids.ok()) return PrefixedStatus(ids.status(), "prompt: ");
-  prompt.tokens = static_cast<std::int64_t>(ids->ids.size()) - ids->specials.suffix;
+  auto counted = how.prompt_lengths.find(prompt.text);
+  absl::StatusOr<std::int64_t> length =
+      counted != how.prompt_lengths.end() ? counted->second : PromptLength(tokenizer, prompt.text);
+  if (!length.ok()) return length.status();
+  prompt.tokens = *length;
   return prompt;
 }
 
@@ -69,10 +77,12 @@ int PromptTokensKept(const tokenizer::Tokenizer& tokenizer, const Prompt& prompt
 
 }  // namespace
 
-absl::Status PrefixedStatus(const absl::Status& status, std::string_view prefix) {
-  absl::Status out(status.code(), absl::StrCat(ToAbsl(prefix), status.message()));
-  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+void CountPromptTokens(const tokenizer::Tokenizer& tokenizer, InputPreparation& how) {
+  how.prompt_lengths.clear();
+  if (!how.default_prompt.empty()) how.prompt_lengths.emplace(how.default_prompt, PromptLength(tokenizer, how.default_prompt));
+  for (const auto& [name, text] : how.prompts) {
+    if (!text.empty() && !how.prompt_lengths.contains(text)) how.prompt_lengths.emplace(text, PromptLength(tokenizer, text));
+  }
 }
 
 absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokenizer, const InputPreparation& how,
@@ -119,7 +129,7 @@ absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokeniz
                                          .direction = request.truncation_direction,
                                          .token_types = *how.cross_encoder_token_types});
     }
-    if (!ids.ok()) return PrefixedStatus(ids.status(), absl::StrCat("input[", i, "]: "));
+    if (!ids.ok()) return WithMessagePrefix(ids.status(), absl::StrCat("input[", i, "]: "));
     backend::EmbeddingInput& item = out.inputs[i];
     if (prompted && prompt->tokens > 0) item.prompt_tokens = PromptTokensKept(tokenizer, *prompt, limits, text.text, *ids);
     out.tokens += static_cast<std::int64_t>(ids->ids.size());

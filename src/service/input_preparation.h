@@ -30,6 +30,11 @@ struct InputPreparation {
   bool auto_truncate = false;         // EmbedRequest::truncate when unset (ServiceOptions)
   std::map<std::string, std::string> prompts;  // by name (ServiceOptions::prompts)
   std::string default_prompt;                  // when a request names none; "" = none
+  // Each prompt text's token count (sentence-transformers' prompt_length), or
+  // the error tokenising it gave, as CountPromptTokens fills it so that a
+  // request does not tokenise its prompt again; a text missing here is
+  // tokenised per request.
+  std::map<std::string, absl::StatusOr<std::int64_t>> prompt_lengths;
   // Set for a cross-encoder: whether it reads token types (ClassifierInfo::
   // token_types). Unset: an embedding model, which takes no pairs and whose
   // texts get the prompt.
@@ -44,6 +49,11 @@ struct PreparedInputs {
   // and the number of ids of each token-id input (TEI's x-compute-characters).
   std::int64_t characters = 0;
 };
+
+// Fills how.prompt_lengths for how.default_prompt and every how.prompts text
+// (the tokenizer must be the one PrepareInputs is given). Never fails: a text
+// the tokenizer refuses keeps its error, which the requests naming it get.
+void CountPromptTokens(const tokenizer::Tokenizer& tokenizer, InputPreparation& how);
 
 // Prepares `request`:
 //   - the prompt (request.prompt_name's, else how.default_prompt) goes before
@@ -66,8 +76,5 @@ struct PreparedInputs {
 // range; Oversize for a pair as PairToTokens says.
 [[nodiscard]] absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokenizer,
                                                            const InputPreparation& how, const EmbedRequest& request);
-
-// `status` (code and kind payload) with `prefix` before its message.
-[[nodiscard]] absl::Status PrefixedStatus(const absl::Status& status, std::string_view prefix);
 
 }  // namespace tokenbatch::server

@@ -92,6 +92,24 @@ TEST(PrepareInputs, EachInputReadsWhatTheTokenizerWouldAndCounts) {
   }
 }
 
+TEST(PrepareInputs, PromptLengthsCountedOnceGiveWhatEachRequestWouldCount) {
+  InputPreparation per_request = Embedder();
+  per_request.default_prompt = "query: ";
+  InputPreparation counted = per_request;
+  CountPromptTokens(Bert(), counted);
+  ASSERT_EQ(counted.prompt_lengths.size(), 2u);  // "query: " and "passage: "
+  EXPECT_EQ(*counted.prompt_lengths.at("passage: "), static_cast<std::int64_t>(Ids("passage: ").size()) - 1);
+  for (const std::optional<std::string>& name : {std::optional<std::string>(), std::optional<std::string>("passage")}) {
+    const EmbedRequest request{.inputs = {Text("hello world")}, .prompt_name = name};
+    absl::StatusOr<PreparedInputs> a = PrepareInputs(Bert(), per_request, request);
+    absl::StatusOr<PreparedInputs> b = PrepareInputs(Bert(), counted, request);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->inputs[0].prompt_tokens, b->inputs[0].prompt_tokens);
+    EXPECT_EQ(a->inputs[0].input_ids, b->inputs[0].input_ids);
+    EXPECT_GT(b->inputs[0].prompt_tokens, 1);
+  }
+}
+
 TEST(PrepareInputs, TruncationKeepsTheSpecialTokensAndCutsThePromptFirstFromTheLeft) {
   const std::string text = "one two three four five six seven eight nine ten eleven twelve";
   const std::vector<std::int32_t> whole = Ids(text);

@@ -31,6 +31,7 @@
 
 namespace tokenbatch {
 
+// One row of a table: a value and one of its names.
 template <typename E>
 struct EnumName {
   E value;
@@ -38,6 +39,7 @@ struct EnumName {
   bool alias = false;  // parsed, never printed (an older spelling)
 };
 
+// The table of an enum E with N rows (see the header comment).
 template <typename E, std::size_t N>
 struct EnumNames {
   // What the enum is, for error messages: "unknown <what> 'x'".

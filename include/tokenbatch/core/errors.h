@@ -41,6 +41,10 @@ enum class ErrorKind {
 [[nodiscard]] absl::Status BackendError(std::string_view message);
 [[nodiscard]] absl::Status InvalidArgumentError(std::string_view message);
 
+// `status` with `prefix` before its message ("input[3]: ", "loading DIR: "),
+// keeping its code and payloads, so its ErrorKind survives. Pure.
+[[nodiscard]] absl::Status WithMessagePrefix(const absl::Status& status, std::string_view prefix);
+
 // The kind of `status`: kNone for OK, kUnclassified for a status without a kind.
 [[nodiscard]] ErrorKind GetErrorKind(const absl::Status& status);
 
