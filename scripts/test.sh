@@ -2,7 +2,7 @@
 # The whole test suite, from a fresh Debian 12 machine: installs what it needs
 # (scripts/setup.sh), builds with -Werror, runs every test with CTest, builds
 # the model backend again against the PyPI torch wheel's libtorch and runs its
-# tests, checks the lock annotations with clang, installs the core and runtime
+# tests, builds and installs the Python package and runs its tests, checks the lock annotations with clang, installs the core and runtime
 # from the main build and builds a program against them, builds the core and
 # runtime under ThreadSanitizer and runs their tests, builds the fuzz targets
 # and the AddressSanitizer+UBSan tests in one clang configuration (the same
@@ -57,6 +57,16 @@ pytorch_build_and_tests() {
     -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
 }
 
+# The Python package (pyproject.toml) into build/venv, built by pip with the
+# venv's torch (so Embedder and Reranker are built, on the libtorch the
+# previous stage compiled against: ccache gives this build its objects), then
+# its pytest suite (python/tests).
+python_package() {
+  build/venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+    --config-settings=cmake.define.TOKENBATCH_WERROR=ON .
+  build/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
+}
+
 # The install is taken from the main build, which compiled the core and runtime
 # already. The core-only Release configuration without tests (what a user
 # installing the library configures: no GoogleTest or rapidcheck) still builds
@@ -98,6 +108,7 @@ stage "setup: Debian packages, Python environment, models and tokenizers" setup
 stage "main build (RelWithDebInfo, -Werror)" main_build
 stage "main tests" ctest --test-dir build -j "$JOBS"
 stage "model backend against the PyPI torch wheel's libtorch: build and tests" pytorch_build_and_tests
+stage "Python package: pip install (scikit-build-core, nanobind) and its pytest suite" python_package
 stage "clang -Wthread-safety over every translation unit that takes a lock" \
   python3 scripts/check_thread_safety.py build "$JOBS"
 stage "core and runtime: Release build, installed from the main build, a program built against them" \

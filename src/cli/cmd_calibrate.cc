@@ -25,7 +25,7 @@
 
 #include "backend/peak_memory.h"
 #include "cli/calibrate_report.h"
-#include "cli/calibration_file.h"
+#include "backend/calibration_file.h"
 #include "cli/commands.h"
 #include "cli/fail.h"
 #include "cli/model_loader.h"
@@ -172,7 +172,7 @@ Measured FromJson(const std::string& path) {
     m.threads = j.at("threads").get<int>();
     m.loaded_bytes = j.at("loaded_process_bytes").get<std::int64_t>();
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
-    m.points = ParseCalibrationGrid(j.at("grid"));
+    m.points = backend::ParseCalibrationGrid(j.at("grid"));
   } catch (const CLI::Error&) {  // a Fail above: already said why
     throw;
   } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors

@@ -33,7 +33,7 @@ absl::StatusOr<std::optional<bool>> NormalizeFlag(const ServeArgs& a) {
 // A calibration (its budget or its memory fit) holds only for the batches it
 // assumed: no longer inputs, no more rows, on the same device, one forward at a
 // time. An unset --max-input-tokens becomes the calibration's.
-absl::Status FitCalibration(const CalibrationFile& calib, const ServeArgs& a, SchedulerOptions& s) {
+absl::Status FitCalibration(const backend::CalibrationFile& calib, const ServeArgs& a, SchedulerOptions& s) {
   const std::int64_t calibrated_input = calib.limits.max_input_tokens;
   const std::int64_t calibrated_rows = calib.limits.max_batch_size;
   if (s.max_input_tokens == 0) s.max_input_tokens = calibrated_input;
@@ -63,7 +63,7 @@ absl::Status FitCalibration(const CalibrationFile& calib, const ServeArgs& a, Sc
 }
 
 // The calibration's recommended budget for `cost_model`; 0 when it has none.
-std::int64_t RecommendedBudget(const CalibrationFile& calib, const CostModel& cost_model) {
+std::int64_t RecommendedBudget(const backend::CalibrationFile& calib, const CostModel& cost_model) {
   if (!calib.recommendation) return 0;
   if (cost_model.name() == "sum") return calib.recommendation->sum_tokens;
   if (cost_model.name() == "padded") return calib.recommendation->padded_tokens;
@@ -75,7 +75,7 @@ std::int64_t RecommendedBudget(const CalibrationFile& calib, const CostModel& co
 // chosen cost model unless --max-batch-tokens is set. `packed`: the backend
 // runs batches without padding (a --model-id directory, --execution packed),
 // which picks the defaults of --cost-model and --min-padding-efficiency.
-absl::StatusOr<SchedulerOptions> SchedulerFromArgs(const ServeArgs& a, const std::optional<CalibrationFile>& calib,
+absl::StatusOr<SchedulerOptions> SchedulerFromArgs(const ServeArgs& a, const std::optional<backend::CalibrationFile>& calib,
                                                    bool packed) {
   SchedulerOptions s;
   s.max_batch_size = a.max_batch_requests;

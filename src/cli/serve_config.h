@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cli/calibration_file.h"
+#include "backend/calibration_file.h"
 #include "cli/serve_args.h"
 #include "tokenbatch/api/server_options.h"
 #include "tokenbatch/backend/encoder.h"
@@ -69,7 +69,7 @@ struct ServeFiles {
   std::string bundled_tokenizer;                  // BundledFiles::tokenizer
   std::string model_dir;                          // ChooseModelDirectory's; "" = none
   std::optional<ModelDirectoryFacts> directory;   // set when model_dir is
-  std::optional<CalibrationFile> calibration;     // --calibration, parsed and checked
+  std::optional<backend::CalibrationFile> calibration;     // --calibration, parsed and checked
   std::string api_key;                            // --api-key-file's line; "" = none
   // A TorchScript --model's .json sidecar (scripts/gen_models.py): 0 = unknown.
   std::int64_t torchscript_vocab_size = 0;

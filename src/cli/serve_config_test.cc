@@ -27,8 +27,8 @@ ServeFiles DirectoryFiles() {
 }
 
 // A calibration measured on the CPU for inputs up to 512 tokens and 32 rows.
-CalibrationFile Calibration() {
-  CalibrationFile c;
+backend::CalibrationFile Calibration() {
+  backend::CalibrationFile c;
   c.device = "cpu";
   c.memory = backend::QuadraticFit{.c0 = 1000, .c1 = 10, .c2 = 0.5};
   c.limits = backend::BudgetLimits{.memory_budget_bytes = 1 << 30, .max_input_tokens = 512, .max_batch_size = 32};

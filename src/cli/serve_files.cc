@@ -43,19 +43,16 @@ absl::StatusOr<ModelDirectoryFacts> ReadDirectory(const ServeArgs& args, const s
 }
 
 // The calibration file, refused unless it passes the checks `calibrate`
-// applies before it recommends: a budget it did not measure, or a fit that
-// misses its large shapes, must not size this server's batches.
-absl::StatusOr<CalibrationFile> ReadCalibration(const std::string& path) {
-  std::ifstream in(path);
-  const nlohmann::json calib = nlohmann::json::parse(in, nullptr, false);
-  if (calib.is_discarded() || !calib.is_object()) return Bad("cannot parse --calibration " + path);
-  absl::StatusOr<CalibrationFile> file = ParseCalibrationFile(calib);
-  const absl::Status status = file.ok() ? CheckCalibrationFile(*file) : file.status();
-  if (!status.ok()) {
+// applies before it recommends (backend::ReadCalibrationFile): a budget it did
+// not measure, or a fit that misses its large shapes, must not size this
+// server's batches.
+absl::StatusOr<backend::CalibrationFile> ReadCalibration(const std::string& path) {
+  absl::StatusOr<backend::CalibrationFile> file = backend::ReadCalibrationFile(path);
+  if (!file.ok()) {
     return Bad(fmt::format(
-        "--calibration {} is refused: {}. Run `tokenbatch calibrate` again (it lowers or refuses what it did not "
+        "--calibration {}. Run `tokenbatch calibrate` again (it lowers or refuses what it did not "
         "measure), or serve without --calibration",
-        path, std::string(status.message())));
+        std::string(file.status().message())));
   }
   return file;
 }
@@ -90,7 +87,7 @@ absl::StatusOr<ServeFiles> ReadServeFiles(const ServeArgs& args, const BundledFi
     }
   }
   if (!args.calibration.empty()) {
-    absl::StatusOr<CalibrationFile> calib = ReadCalibration(args.calibration);
+    absl::StatusOr<backend::CalibrationFile> calib = ReadCalibration(args.calibration);
     if (!calib.ok()) return calib.status();
     files.calibration = *std::move(calib);
   }

@@ -38,6 +38,8 @@ ALLOWED = {
     "http": {"core", "runtime", "api"},
     "cli": {"core", "runtime", "tokenizer", "backend", "hf", "workload", "sim", "service", "api", "http"},
     "testing": {"core", "tokenizer"},
+    # The Python package's extension modules (nanobind), beside the server.
+    "python": {"core", "runtime", "tokenizer", "backend", "hf", "service"},
 }
 # The server's stack, top to bottom: each layer includes the next one down and
 # none above it.

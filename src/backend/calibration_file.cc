@@ -1,7 +1,8 @@
-#include "cli/calibration_file.h"
+#include "backend/calibration_file.h"
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <stdexcept>
 
@@ -9,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "tokenbatch/core/errors.h"
 
-namespace tokenbatch::cli {
+namespace tokenbatch::backend {
 namespace {
 
 // Largest lengths and batch sizes a file may name (the checks scan lengths).
@@ -120,4 +121,17 @@ absl::Status CheckCalibrationFile(const CalibrationFile& file, const backend::Fi
   return backend::CheckRecommendation(*file.recommendation, file.memory, measured, file.limits, file.extrapolated);
 }
 
-}  // namespace tokenbatch::cli
+absl::StatusOr<CalibrationFile> ReadCalibrationFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return InvalidArgumentError(absl::StrCat(path, " cannot be read"));
+  const nlohmann::json calib = nlohmann::json::parse(in, nullptr, false);
+  if (calib.is_discarded() || !calib.is_object()) {
+    return InvalidArgumentError(absl::StrCat(path, " is not a calibration file (not a JSON object)"));
+  }
+  absl::StatusOr<CalibrationFile> file = ParseCalibrationFile(calib);
+  const absl::Status status = file.ok() ? CheckCalibrationFile(*file) : file.status();
+  if (!status.ok()) return InvalidArgumentError(absl::StrCat(path, " is refused: ", status.message()));
+  return file;
+}
+
+}  // namespace tokenbatch::backend

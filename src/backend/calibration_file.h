@@ -14,7 +14,7 @@
 #include "tokenbatch/backend/calibration_check.h"
 #include "tokenbatch/backend/calibration_model.h"
 
-namespace tokenbatch::cli {
+namespace tokenbatch::backend {
 
 // The fields of a calibration file that its checks need. Files written before
 // the checks existed lack peak_resolution_bytes and extrapolated: the resolution
@@ -56,4 +56,11 @@ struct CalibrationFile {
 [[nodiscard]] absl::Status CheckCalibrationFile(const CalibrationFile& file,
                                                 const backend::FitBounds& bounds = {});
 
-}  // namespace tokenbatch::cli
+// Reads, parses and checks the calibration file at `path` (ParseCalibrationFile,
+// then CheckCalibrationFile), so that nothing sizes batches from a file that
+// `calibrate` would not have recommended from. Blocks on the file read.
+// Errors: InvalidArgumentError starting with `path` and saying why: unreadable,
+// not a JSON object, a bad field, or a failed check ("... is refused: ...").
+[[nodiscard]] absl::StatusOr<CalibrationFile> ReadCalibrationFile(const std::string& path);
+
+}  // namespace tokenbatch::backend
