@@ -35,6 +35,18 @@ def test_a_coroutine_worker_is_awaited_on_the_loop():
     assert run(main()) == [f"ab{i}"[::-1] for i in range(50)]
 
 
+def test_a_batch_wakes_its_loop_once():
+    async def main():
+        async with tokenbatch.Scheduler(lambda b: list(b), max_batch_size=64, max_wait=0.01) as s:
+            await asyncio.gather(*(s.submit(f"t{i}") for i in range(640)))
+            return s.stats().batches, s._channels[asyncio.get_running_loop()].wakeups
+
+    batches, wakeups = run(main())
+    # An eventfd write per batch, and another only when the loop drains while a
+    # batch is still being resolved: far fewer than one per request.
+    assert 10 <= batches and 1 <= wakeups <= 2 * batches < 640 // 4
+
+
 def test_submit_many_and_as_completed():
     def worker(batch):
         return [ValueError(t) if t == "bad" else t * 2 for t in batch]
@@ -204,8 +216,11 @@ def echo_len(batch):
     return [len(t) for t in batch]
 
 
+# The child restores Python's own SIGINT handler: a test run in the background
+# (nohup, `cmd &`) starts with SIGINT ignored, and children inherit that.
 CTRL_C_CHILD = """
-import asyncio, threading, tokenbatch, sys
+import asyncio, signal, threading, tokenbatch, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 gate = threading.Event()
 def worker(batch):
     gate.wait(0.5)
@@ -228,3 +243,16 @@ def test_ctrl_c_during_await_leaves_nothing_hanging():
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=30)
     assert child.returncode == 0 and "interrupted" in out
+
+
+def test_a_calibration_file_is_checked_before_it_sizes_batches(repo, tmp_path):
+    # The committed calibration misses its own large shapes, so serve refuses it,
+    # and so does the Scheduler, naming the file and the failed check.
+    path = repo / "testdata/calibration/minilm_cpu_2_30.json"
+    with pytest.raises(ValueError, match="minilm_cpu_2_30.json is refused: the memory fit misses"):
+        tokenbatch.Scheduler(echo_len, cost_model=path)
+    with pytest.raises(ValueError, match="cannot be read"):
+        tokenbatch.Scheduler(echo_len, cost_model=tmp_path / "absent.json")
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a calibration file"):
+        tokenbatch.Scheduler(echo_len, cost_model=tmp_path / "bad.json")

@@ -18,11 +18,9 @@ per batch) and are set on that loop's thread only.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import inspect
 import os
-import sys
 import time
 import weakref
 from typing import Any, AsyncIterator, Callable, Iterable, Sequence
@@ -30,21 +28,10 @@ from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 from . import _core
 from .errors import ShuttingDown
 from .merge import MERGES
+from ._runner import Runner, default_out_of_memory, live_schedulers
 from .stats import Stats
 
 _Item = "str | Sequence[int]"
-
-
-def _default_out_of_memory() -> tuple[type[BaseException], ...]:
-    types: list[type[BaseException]] = [MemoryError]
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        for name in ("OutOfMemoryError",):
-            for owner in (torch, getattr(torch, "cuda", None)):
-                t = getattr(owner, name, None)
-                if isinstance(t, type) and issubclass(t, BaseException) and t not in types:
-                    types.append(t)
-    return tuple(types)
 
 
 class Scheduler:
@@ -136,7 +123,7 @@ class Scheduler:
             tokenizer=tokenizer,
             counter=counter,
             merge=merge if oversize == "split" else None,
-            out_of_memory=tuple(out_of_memory) if out_of_memory is not None else _default_out_of_memory(),
+            out_of_memory=tuple(out_of_memory) if out_of_memory is not None else default_out_of_memory(),
             pad_token_id=pad_token_id,
             cost_model=model,
             c0=c0,
@@ -158,6 +145,8 @@ class Scheduler:
         self._loop: asyncio.AbstractEventLoop | None = None  # a coroutine worker's loop
         # One channel per loop that submits; weak, so a closed loop is not kept.
         self._channels: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._last_loop: asyncio.AbstractEventLoop | None = None
+        self._last_channel: _core._CompletionChannel | None = None
         self._closed = False
 
     # Lifecycle -------------------------------------------------------------
@@ -179,8 +168,8 @@ class Scheduler:
                 ) from None
         # The runner holds the worker and its loop, not this object: the C++
         # scheduler it is handed to must not keep the Scheduler alive.
-        self._core = _core._Scheduler(runner=_Runner(self._worker, self._is_coroutine, self._loop), **self._options)
-        _live.add(self)
+        self._core = _core._Scheduler(runner=Runner(self._worker, self._is_coroutine, self._loop), **self._options)
+        live_schedulers.add(self)
         return self
 
     async def close(self, *, cancel_queued: bool = False) -> None:
@@ -234,9 +223,14 @@ class Scheduler:
         InvalidInput, OversizeError, Overloaded (retry_after), ShuttingDown.
         Cancelling the awaiting task removes the input if it is still queued.
         """
+        # The hot path, kept to a few calls: the loop's channel is cached.
         loop = asyncio.get_running_loop()
+        channel = self._last_channel if loop is self._last_loop else self._channel(loop)
         future = loop.create_future()
-        request = self._submit(item, future, self._channel(loop), priority, deadline, timeout)
+        if timeout is None and self._core is not None:
+            request = self._core.submit(item, future, channel, priority, deadline)
+        else:
+            request = self._submit(item, future, channel, priority, deadline, timeout)
         try:
             return await future
         except asyncio.CancelledError:
@@ -367,43 +361,5 @@ class Scheduler:
             self._started().keep_alive(channel)
             loop.add_reader(channel.fileno(), channel.drain)
             self._channels[loop] = channel
+        self._last_loop, self._last_channel = loop, channel
         return channel
-
-
-# Started schedulers, closed at interpreter exit (cancelling their queues) so
-# that no runtime thread is still calling Python while the interpreter
-# finalises.
-_live: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
-
-
-@atexit.register
-def _close_all() -> None:
-    for scheduler in list(_live):
-        scheduler._closed = True
-        if scheduler._core is not None:
-            scheduler._core.shutdown("cancel")
-
-
-class _Runner:
-    """Calls the worker for the runtime's worker thread, with the GIL, once per batch."""
-
-    __slots__ = ("worker", "is_coroutine", "loop")
-
-    def __init__(self, worker, is_coroutine: bool, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.worker, self.is_coroutine, self.loop = worker, is_coroutine, loop
-
-    def __call__(self, batch: _core.Batch) -> Any:
-        if not self.is_coroutine:
-            return self.worker(batch)
-        # Awaited on the scheduler's loop; this thread waits without the GIL
-        # (Future.result), checking that the loop still runs.
-        future = asyncio.run_coroutine_threadsafe(self.worker(batch), self.loop)
-        while True:
-            try:
-                return future.result(timeout=0.25)
-            except concurrent.futures.TimeoutError:
-                if future.done():
-                    raise  # the worker's own TimeoutError
-                if self.loop.is_closed() or not self.loop.is_running():
-                    future.cancel()
-                    raise RuntimeError("the event loop running the coroutine worker has stopped") from None

@@ -28,6 +28,7 @@ void CompletionChannel::Push(PyRef future, absl::StatusOr<Outcome> result) {
     queue_.push_back(Completion{std::move(future), std::move(result)});
   }
   if (was_empty) {
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
     const std::uint64_t one = 1;
     // Cannot fail but for EAGAIN at a counter near 2^64, which one write per
     // empty queue never reaches; a failed wake-up would only delay the reader

@@ -14,6 +14,8 @@
 // non-blocking and its counter cannot overflow at one write per empty queue).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,10 +45,13 @@ class CompletionChannel {
   void Push(PyRef future, absl::StatusOr<Outcome> result);
   // Resets the eventfd and returns everything queued, oldest first.
   [[nodiscard]] std::vector<Completion> Take();
+  // How many times Push has woken the loop (written the eventfd).
+  [[nodiscard]] std::uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
 
  private:
   explicit CompletionChannel(int fd) : fd_(fd) {}
   const int fd_;
+  std::atomic<std::uint64_t> wakeups_{0};
   Mutex mutex_;
   std::vector<Completion> queue_ ABSL_GUARDED_BY(mutex_);
 };

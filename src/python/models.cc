@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "python/thread_signals.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/service/embedding_service.h"
@@ -77,6 +78,7 @@ class Model {
     if (!execution.ok()) Raise(execution.status());
     {
       nb::gil_scoped_release release;
+      const ThreadsWithoutSignals no_signals;  // libtorch's pool starts in the probe forward
       encoder = hf::HfEncoder::Load({.model_dir = o.model_dir,
                                      .device = o.device,
                                      .dtype = o.dtype,
@@ -108,6 +110,7 @@ class Model {
     absl::StatusOr<std::unique_ptr<server::EmbeddingService>> service;
     {
       nb::gil_scoped_release release;
+      const ThreadsWithoutSignals no_signals;  // the service's threads (thread_signals.h)
       service = server::EmbeddingService::Create(std::move(s), std::move(*tok), std::move(*encoder));
     }
     if (!service.ok()) Raise(service.status());

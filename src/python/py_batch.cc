@@ -19,6 +19,22 @@ nb::object NewArray(std::initializer_list<std::size_t> shape, T** data) {
   return nb::cast(nb::ndarray<nb::numpy, T>(buffer, shape, owner));
 }
 
+// int64 [rows, cols]: row i's first lengths[i] values written by write(i, row),
+// the rest `pad`.
+template <typename Write>
+nb::object PaddedRows(const std::vector<std::int64_t>& lengths, std::int64_t cols, std::int64_t pad, Write write) {
+  const std::size_t rows = lengths.size();
+  const auto width = static_cast<std::size_t>(cols);
+  std::int64_t* data = nullptr;
+  nb::object array = NewArray<std::int64_t>({rows, width}, &data);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::int64_t* row = data + i * width;
+    write(i, row);
+    std::fill(row + lengths[i], row + width, pad);
+  }
+  return array;
+}
+
 }  // namespace
 
 Batch::Batch(std::span<const PyItem> items, std::int64_t cost, std::int64_t pad_token_id)
@@ -57,33 +73,21 @@ nb::object Batch::token_counts() const {
 }
 
 nb::object Batch::input_ids() {
-  if (input_ids_.is_valid()) return input_ids_;
-  std::span<const PyItem> items = ItemsWithIds("input_ids");
-  const auto rows = items.size();
-  const auto cols = static_cast<std::size_t>(max_tokens_);
-  std::int64_t* data = nullptr;
-  input_ids_ = NewArray<std::int64_t>({rows, cols}, &data);
-  for (std::size_t i = 0; i < rows; ++i) {
-    std::int64_t* row = data + i * cols;
-    const std::vector<std::int32_t>& ids = items[i].ids;
-    std::copy(ids.begin(), ids.end(), row);
-    std::fill(row + ids.size(), row + cols, pad_token_id_);
+  if (!input_ids_.is_valid()) {
+    std::span<const PyItem> items = ItemsWithIds("input_ids");
+    input_ids_ = PaddedRows(counts_, max_tokens_, pad_token_id_, [&](std::size_t i, std::int64_t* row) {
+      std::copy(items[i].ids.begin(), items[i].ids.end(), row);
+    });
   }
   return input_ids_;
 }
 
 nb::object Batch::attention_mask() {
-  if (attention_mask_.is_valid()) return attention_mask_;
-  std::span<const PyItem> items = ItemsWithIds("attention_mask");
-  const auto rows = items.size();
-  const auto cols = static_cast<std::size_t>(max_tokens_);
-  std::int64_t* data = nullptr;
-  attention_mask_ = NewArray<std::int64_t>({rows, cols}, &data);
-  for (std::size_t i = 0; i < rows; ++i) {
-    std::int64_t* row = data + i * cols;
-    const auto length = static_cast<std::size_t>(counts_[i]);
-    std::fill(row, row + length, 1);
-    std::fill(row + length, row + cols, 0);
+  if (!attention_mask_.is_valid()) {
+    ItemsWithIds("attention_mask");
+    attention_mask_ = PaddedRows(counts_, max_tokens_, 0, [&](std::size_t i, std::int64_t* row) {
+      std::fill(row, row + counts_[i], 1);
+    });
   }
   return attention_mask_;
 }

@@ -50,21 +50,43 @@ void RaiseException(nb::handle exception) {
   throw nb::python_error();
 }
 
+// Interned method names: a loop's reader resolves a whole batch's futures.
+struct FutureMethods {
+  PyObject* done = PyUnicode_InternFromString("done");
+  PyObject* set_result = PyUnicode_InternFromString("set_result");
+  PyObject* set_exception = PyUnicode_InternFromString("set_exception");
+};
+
+const FutureMethods& Methods() {
+  static const FutureMethods* methods = new FutureMethods;  // created with the GIL; never freed
+  return *methods;
+}
+
+bool IsDone(nb::handle future) {
+  nb::object done = nb::steal(PyObject_CallMethodNoArgs(future.ptr(), Methods().done));
+  if (!done.is_valid()) throw nb::python_error();
+  return PyObject_IsTrue(done.ptr()) == 1;
+}
+
 void ResolveFuture(nb::handle future, absl::StatusOr<Outcome>&& result) {
-  if (nb::cast<bool>(future.attr("done")())) return;
+  if (IsDone(future)) return;
   try {
+    PyObject* method = Methods().set_result;
+    nb::object value;
     if (!result.ok()) {
-      future.attr("set_exception")(StatusToException(result.status()));
-    } else if (result->raised) {
-      future.attr("set_exception")(nb::handle(result->value->get()));
+      method = Methods().set_exception;
+      value = StatusToException(result.status());
     } else {
-      future.attr("set_result")(nb::handle(result->value->get()));
+      if (result->raised) method = Methods().set_exception;
+      value = nb::borrow(result->value->get());
     }
+    nb::object set = nb::steal(PyObject_CallMethodOneArg(future.ptr(), method, value.ptr()));
+    if (!set.is_valid()) throw nb::python_error();
   } catch (nb::python_error& e) {
     // A concurrent.futures.Future cancelled by another thread since done()
     // (InvalidStateError): its caller gave the result up. Anything else is a bug
     // to report, never to raise into the loop's reader.
-    if (!nb::cast<bool>(future.attr("done")())) e.discard_as_unraisable("tokenbatch: resolving a future");
+    if (!IsDone(future)) e.discard_as_unraisable("tokenbatch: resolving a future");
   }
 }
 

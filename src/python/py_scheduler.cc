@@ -9,11 +9,18 @@
 #include "python/py_batch.h"
 #include "python/py_errors.h"
 #include "python/py_tokenizer.h"
+#include "python/thread_signals.h"
 #include "service/input_tokens.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::python {
 namespace {
+
+// Texts at least this long are tokenised without the GIL, so that other
+// threads (the worker's, other submitters) run meanwhile. A shorter text is
+// encoded faster than the GIL changes hands: releasing it with a worker thread
+// waiting would hand the GIL over and make this thread wait to get it back.
+constexpr Py_ssize_t kReleaseGilFromBytes = 512;
 
 std::string ExceptionText(nb::python_error& e) {
   return absl::StrCat(nb::cast<std::string>(e.type().attr("__name__")), ": ",
@@ -54,6 +61,7 @@ PyScheduler::PyScheduler(const BatcherOptions& options, PySchedulerHooks hooks)
   absl::StatusOr<std::unique_ptr<PyBatcher>> batcher;
   {
     nb::gil_scoped_release release;
+    const ThreadsWithoutSignals no_signals;  // the Batcher's threads (thread_signals.h)
     batcher = PyBatcher::Create(
         options, [this](std::span<const PyItem> items) { return RunBatch(items); }, std::move(batcher_hooks));
   }
@@ -75,12 +83,14 @@ PyItem PyScheduler::Count(nb::handle item) {
       const char* utf8 = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
       if (utf8 == nullptr) throw nb::python_error();
       server::EmbedInput input;
+      input.text.assign(utf8, static_cast<std::size_t>(size));
+      const server::InputTokenLimits limits{.vocab_size = static_cast<std::int64_t>(tokenizer_->VocabSize())};
       absl::StatusOr<server::InputTokens> tokens;
-      {
+      if (size >= kReleaseGilFromBytes) {
         nb::gil_scoped_release release;
-        input.text.assign(utf8, static_cast<std::size_t>(size));
-        tokens = server::InputToTokens(
-            *tokenizer_, input, {.vocab_size = static_cast<std::int64_t>(tokenizer_->VocabSize())});
+        tokens = server::InputToTokens(*tokenizer_, input, limits);
+      } else {
+        tokens = server::InputToTokens(*tokenizer_, input, limits);
       }
       if (!tokens.ok()) RaiseStatus(tokens.status());
       out.ids = std::move(tokens->ids);
@@ -139,11 +149,12 @@ std::uint64_t PyScheduler::Submit(nb::handle item, nb::handle future, Completion
   // The callback owns a reference to the future from here; a refused request's
   // callback is never called, so its reference is dropped below.
   PyObject* owned_future = nb::borrow(future).release().ptr();
-  absl::StatusOr<RequestId> id;
-  {
-    nb::gil_scoped_release release;
-    id = batcher_->Submit(std::move(counted), tokens, options, Resolver{channel, owned_future});
-  }
+  // With the GIL: the Batcher's Submit only takes its intake lock for a few
+  // stores (or slices outside its locks), and no thread holding one of its
+  // locks waits for the GIL (PyRef defers), so holding it cannot deadlock,
+  // while releasing it would hand it to a waiting worker on every submit.
+  const absl::StatusOr<RequestId> id =
+      batcher_->Submit(std::move(counted), tokens, options, Resolver{channel, owned_future});
   if (!id.ok()) {
     Py_DECREF(owned_future);
     nb::object exception = StatusToException(id.status());

@@ -156,6 +156,7 @@ void BindScheduler(nb::module_& m) {
           },
           nb::rv_policy::take_ownership)
       .def("fileno", &CompletionChannel::fd)
+      .def_prop_ro("wakeups", &CompletionChannel::wakeups, "How many times completions have woken the loop.")
       .def("drain", &Drain, "Resolves every queued completion's future (on the loop's thread).");
 
   nb::class_<PyScheduler>(m, "_Scheduler", "The C++ Batcher behind tokenbatch.Scheduler (see scheduler.py).",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "python/thread_signals.h"
 
 namespace tokenbatch::python {
 namespace {
@@ -101,7 +102,10 @@ void BindTokenizer(nb::module_& m) {
                 for (std::size_t i = first; i < n; i += threads) out[i] = self.get().Encode(views[i], options);
               };
               std::vector<std::jthread> pool;
-              for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(encode, t);
+              {
+                const ThreadsWithoutSignals no_signals;
+                for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(encode, t);
+              }
               encode(0);
             }
             std::vector<tokenizer::Encoding> encodings;
