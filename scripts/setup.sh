@@ -39,8 +39,9 @@ PACKAGES=(
   # zlib), and plots
   fortunes fortunes-min fortunes-zh manpages-zh zlib1g-dev gnuplot-nox
   # the project's Python environment for tests and reference implementations
-  # (build/venv, from PyPI: scripts/setup_python.sh)
-  python3 python3-venv python3-pip
+  # (build/venv, from PyPI: scripts/setup_python.sh), and Python's headers for
+  # the Python package's extension modules (pyproject.toml, src/python)
+  python3 python3-venv python3-pip python3-dev
   # the load balancers the scale-out test runs in front of replicas
   # (tests/lb/loopback_balancers.py, deploy/haproxy.cfg, deploy/nginx.conf)
   haproxy nginx-light

@@ -36,8 +36,14 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # Embedder and Reranker import torch (their libtorch): only when asked for.
     if name in ("Embedder", "Reranker"):
-        from . import models
-
+        try:
+            from . import models
+        except ImportError as e:
+            raise ImportError(
+                f"tokenbatch.{name} needs torch, and the package built with it: pip install torch "
+                "scikit-build-core==1.1.2 nanobind==3.1.0, then pip install --no-build-isolation . "
+                f"({e})"
+            ) from e
         return getattr(models, name)
     raise AttributeError(f"module 'tokenbatch' has no attribute {name!r}")
 
