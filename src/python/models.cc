@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "python/py_ref.h"
 #include "python/thread_signals.h"
 #include "tokenbatch/core/errors.h"
 #include "tokenbatch/hf/hf_encoder.h"
@@ -123,6 +124,7 @@ class Model {
 
   // Blocks without the GIL until every input is embedded; [N, H] float32.
   nb::object Run(server::EmbedRequest request) {
+    ReleaseDeferredReferences();
     const std::size_t n = request.inputs.size();
     if (n == 0) return ToArray({}, 0);
     std::promise<absl::StatusOr<server::EmbedResult>> promise;
@@ -141,13 +143,17 @@ class Model {
 
   // Queues `request`; calls loop.call_soon_threadsafe(resolve, future, array or
   // exception) once, from the service's thread. Never blocks on the model.
-  void Submit(server::EmbedRequest request, nb::object loop, nb::object resolve, nb::object future) {
+  void Submit(server::EmbedRequest request, nb::handle loop, nb::handle resolve, nb::handle future) {
+    // PyRefs, not nb::objects: the service may keep copies of the callback
+    // that it destroys on its own threads, without the GIL (py_ref.h).
     struct Target {
-      nb::object loop, resolve, future;
+      PyRef loop, resolve, future;
     };
-    auto target = std::make_shared<Target>(Target{std::move(loop), std::move(resolve), std::move(future)});
+    ReleaseDeferredReferences();
+    auto target = std::make_shared<Target>(
+        Target{PyRef::Borrow(loop.ptr()), PyRef::Borrow(resolve.ptr()), PyRef::Borrow(future.ptr())});
     nb::gil_scoped_release release;
-    service_->Embed(std::move(request), [target](absl::StatusOr<server::EmbedResult> r) mutable {
+    service_->Embed(std::move(request), [target](absl::StatusOr<server::EmbedResult> r) {
       nb::gil_scoped_acquire gil;
       nb::object value;
       if (r.ok()) {
@@ -159,12 +165,12 @@ class Model {
             nb::str(r.status().message().data(), r.status().message().size()));
       }
       try {
-        target->loop.attr("call_soon_threadsafe")(target->resolve, target->future, value);
+        nb::handle(target->loop.get())
+            .attr("call_soon_threadsafe")(nb::handle(target->resolve.get()), nb::handle(target->future.get()), value);
       } catch (nb::python_error& e) {
         // The loop is closed: nobody awaits the future any more.
         e.discard_as_unraisable("tokenbatch: delivering an embedding");
       }
-      target.reset();
     });
   }
 
@@ -242,8 +248,7 @@ NB_MODULE(_models, m) {
            [](Model& self, const std::string& text, std::optional<bool> normalize,
               std::optional<std::string> prompt_name, int dimensions, nb::object loop, nb::object resolve,
               nb::object future) {
-             self.Submit(TextsRequest({text}, normalize, std::move(prompt_name), dimensions), std::move(loop),
-                         std::move(resolve), std::move(future));
+             self.Submit(TextsRequest({text}, normalize, std::move(prompt_name), dimensions), loop, resolve, future);
            },
            nb::arg("text"), nb::arg("normalize").none(), nb::arg("prompt_name").none(), nb::arg("dimensions"),
            nb::arg("loop"), nb::arg("resolve"), nb::arg("future"))
@@ -255,7 +260,7 @@ NB_MODULE(_models, m) {
       .def("logits_async",
            [](Model& self, const std::string& query, const std::string& document, nb::object loop,
               nb::object resolve, nb::object future) {
-             self.Submit(PairsRequest({{query, document}}), std::move(loop), std::move(resolve), std::move(future));
+             self.Submit(PairsRequest({{query, document}}), loop, resolve, future);
            },
            nb::arg("query"), nb::arg("document"), nb::arg("loop"), nb::arg("resolve"), nb::arg("future"))
       .def("close", &Model::Close)
