@@ -61,9 +61,13 @@ pytorch_build_and_tests() {
 # venv's torch (so Embedder and Reranker are built, on the libtorch the
 # previous stage compiled against: ccache gives this build its objects), then
 # its pytest suite (python/tests).
+# The main build's compiler by the same name: pip's build picks Python's own
+# (x86_64-linux-gnu-g++), and ccache keys on the name it is called by.
 python_package() {
+  local compiler
+  compiler="$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)"
   build/venv/bin/pip install --quiet --disable-pip-version-check --no-build-isolation --no-deps \
-    --config-settings=cmake.define.TOKENBATCH_WERROR=ON .
+    --config-settings=cmake.define.TOKENBATCH_WERROR=ON --config-settings=cmake.define.CMAKE_CXX_COMPILER="$compiler" .
   build/venv/bin/python -m pytest -q -p no:cacheprovider python/tests
 }
 
