@@ -75,10 +75,11 @@ void BindTokenizer(nb::module_& m) {
           "encode",
           [](const PyTokenizer& self, nb::handle text, bool add_special_tokens) {
             std::string_view utf8 = Utf8(text);
-            nb::gil_scoped_release release;
-            absl::StatusOr<tokenizer::Encoding> e =
-                self.get().Encode(utf8, {.add_special_tokens = add_special_tokens, .with_offsets = true});
-            nb::gil_scoped_acquire gil;
+            absl::StatusOr<tokenizer::Encoding> e;
+            {
+              nb::gil_scoped_release release;
+              e = self.get().Encode(utf8, {.add_special_tokens = add_special_tokens, .with_offsets = true});
+            }
             if (!e.ok()) RaiseTokenizerError(e.status());
             return std::move(*e);
           },
