@@ -42,6 +42,9 @@ PACKAGES=(
   # (build/venv, from PyPI: scripts/setup_python.sh), and Python's headers for
   # the Python package's extension modules (pyproject.toml, src/python)
   python3 python3-venv python3-pip python3-dev
+  # the GPU bundle (scripts/gpu_bundle.sh): the copied libraries' and programs'
+  # run paths set to $ORIGIN
+  patchelf
   # the load balancers the scale-out test runs in front of replicas
   # (tests/lb/loopback_balancers.py, deploy/haproxy.cfg, deploy/nginx.conf)
   haproxy nginx-light

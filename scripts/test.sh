@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what it needs
 # (scripts/setup.sh), builds with -Werror, runs every test with CTest, builds
-# the model backend again against the PyPI torch wheel's libtorch and runs its
-# tests, builds and installs the Python package and runs its tests, checks the lock annotations with clang, installs the core and runtime
+# the model backend again against the PyPI torch wheel's libtorch, runs its
+# tests and packs the GPU bundle and runs its CPU part in a stripped
+# environment, builds and installs the Python package and runs its tests, checks the lock annotations with clang, installs the core and runtime
 # from the main build and builds a program against them, builds the core and
 # runtime under ThreadSanitizer and runs their tests, builds the fuzz targets
 # and the AddressSanitizer+UBSan tests in one clang configuration (the same
@@ -44,17 +45,18 @@ main_build() {
   cmake --build build -j "$JOBS"
 }
 
-# The same sources against torch 2.x from build/venv (scripts/requirements.txt):
-# the program and the model tests, run here on the CPU (scripts/gpu_check.sh runs
-# them on a GPU). Only the files that see libtorch's headers differ from the
-# main build's; the rest come from ccache.
+# The same sources against torch 2.x from build/venv (scripts/requirements.txt
+# pins the GPU machine's version): scripts/gpu_bundle.sh builds the program and
+# the model tests into build-pytorch and packs the GPU bundle; the model tests
+# (the fused attention kernels among them) run here on the CPU, then the
+# bundle's CPU part in a stripped environment (tests/gpu_bundle). Only the files
+# that see libtorch's headers differ from the main build's; the rest come from
+# ccache. scripts/gpu/gpu_check.sh, in the bundle, runs the GPU part (docs/gpu.md).
 pytorch_build_and_tests() {
-  local torch_cmake
-  torch_cmake="$(build/venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
-  cmake -S . -B build-pytorch "${MAIN_CONFIG[@]}" -DTOKENBATCH_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$torch_cmake"
-  cmake --build build-pytorch -j "$JOBS" --target tokenbatch_cli hf_encoder_test
+  JOBS="$JOBS" bash scripts/gpu_bundle.sh
   ctest --test-dir build-pytorch -j "$JOBS" \
-    -R '^(MiniLmTest|BrokenDirectoryTest)\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
+    -R '^(MiniLmTest|BrokenDirectoryTest|AttentionKernelTest)\.|^Kernels/FusedAgreesWithEager\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
+  bash tests/gpu_bundle/stripped_environment.sh
 }
 
 # The Python package (pyproject.toml) into build/venv, built by pip with the
@@ -111,7 +113,8 @@ address_sanitizer() {
 stage "setup: Debian packages, Python environment, models and tokenizers" setup
 stage "main build (RelWithDebInfo, -Werror)" main_build
 stage "main tests" ctest --test-dir build -j "$JOBS"
-stage "model backend against the PyPI torch wheel's libtorch: build and tests" pytorch_build_and_tests
+stage "model backend against the PyPI torch wheel's libtorch: build, tests, the GPU bundle in a stripped environment" \
+  pytorch_build_and_tests
 stage "Python package: pip install (scikit-build-core, nanobind) and its pytest suite" python_package
 stage "clang -Wthread-safety over every translation unit that takes a lock" \
   python3 scripts/check_thread_safety.py build "$JOBS"

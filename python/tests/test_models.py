@@ -34,6 +34,8 @@ def test_embedder_equals_sentence_transformers(minilm_dir):
     reference = SentenceTransformer(str(minilm_dir), device="cpu")
     expected = reference.encode(TEXTS, convert_to_numpy=True)
     with tokenbatch.Embedder(minilm_dir) as embedder:
+        # The package builds on the venv's torch (>= 2): the fused kernel.
+        assert embedder.info["attention"] == "sdpa"
         got = embedder.encode(TEXTS)
         single = embedder.encode(TEXTS[0])
         normalized = embedder.encode(TEXTS, normalize_embeddings=True)

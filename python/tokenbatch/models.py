@@ -59,7 +59,9 @@ class _Model:
 
     @property
     def info(self) -> dict[str, Any]:
-        """architecture, dtype, pooling, hidden_size, max_input_tokens, normalize (and labels, activation)."""
+        """architecture, dtype, attention (the kernel: sdpa with libtorch >= 2 on the CPU; flash_varlen or
+        efficient_varlen on CUDA when packed), pooling, hidden_size, max_input_tokens, normalize (and labels,
+        activation)."""
         return self._model.info
 
     def close(self) -> None:

@@ -88,7 +88,7 @@ std::function<void()> Router::Info(HttpRequest, Respond reply) {
     if (!model.architecture.empty()) head["architecture"] = model.architecture;
     model_type = {{model.classifier->labels.size() == 1 ? "reranker" : "classifier", head}};
   }
-  const nlohmann::json info = {
+  nlohmann::json info = {
       {"model_id", options_.model_name},
       {"model_type", model_type},
       {"backend", model.name},
@@ -115,6 +115,8 @@ std::function<void()> Router::Info(HttpRequest, Respond reply) {
         {"max_queued_tokens", s.max_queued_tokens},
         {"workers", service_->options().batcher.num_workers}}},
       {"version", "0.1.0"}};
+  // The attention kernel in use, for the backends that choose one (a model directory).
+  if (!model.attention.empty()) info["attention"] = model.attention;
   reply(HttpReply{.status = 200, .body = info.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
   return {};
 }

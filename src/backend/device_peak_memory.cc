@@ -64,7 +64,7 @@ absl::Status LimitCudaMemory(c10::Device device, int64_t bytes) {
     c10::cuda::CUDACachingAllocator::setMemoryFraction(static_cast<double>(bytes) / double(total_bytes), index);
   });
 #else
-  return InvalidArgumentError("this libtorch has no CUDA: build against a CUDA libtorch (scripts/gpu_check.sh)");
+  return InvalidArgumentError("this libtorch has no CUDA: build against a CUDA libtorch (scripts/gpu_bundle.sh, docs/gpu.md)");
 #endif
 }
 

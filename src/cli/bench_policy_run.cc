@@ -27,8 +27,12 @@ constexpr double kRejected = -2;
 
 // What one policy run records; turned into a sim::PolicyResult for the reports.
 struct Run {
-  Run(std::size_t requests, const CostModel& budget_model) : budget_model(budget_model), latency_ms(requests, -1) {}
+  Run(std::size_t requests, const CostModel& budget_model, bool per_batch_peak)
+      : budget_model(budget_model), per_batch_peak(per_batch_peak), latency_ms(requests, -1) {}
   const CostModel budget_model;  // gives each BatchRecord::cost, compared with the budget
+  // Each batch's own device peak (BatchRecord::peak_bytes): CUDA with one worker,
+  // where resetting the allocator's peak before a forward races with no other.
+  const bool per_batch_peak;
   Mutex mu;                      // the Batcher's worker records batches and results while the main thread submits
   std::vector<double> latency_ms ABSL_GUARDED_BY(mu);  // per request; kRejected, or < 0: failed
   std::vector<sim::BatchRecord> batches ABSL_GUARDED_BY(mu);
@@ -49,9 +53,17 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
                                                 Run& run) {
   BatchShape shape;
   for (const EmbeddingInput& in : inputs) shape = shape.With(static_cast<std::int64_t>(in.input_ids.size()));
+  if (run.per_batch_peak) {
+    if (absl::Status s = encoder.ResetPeakMemory(); !s.ok()) Fail(kBenchCommand, s.ToString());
+  }
   const Clock::time_point start = Clock::now();
   absl::StatusOr<std::vector<Embedding>> out = encoder.Embed(inputs);
   const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  std::int64_t peak = 0;
+  if (run.per_batch_peak) {
+    absl::StatusOr<std::int64_t> read = encoder.PeakMemoryBytes();
+    peak = read.ok() ? *read : 0;
+  }
   MutexLock lock(&run.mu);
   run.batches.push_back({.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - t0).count(),
                          .size = shape.size,
@@ -59,6 +71,7 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
                          .sum_tokens = shape.sum_tokens,
                          .cost = run.budget_model.Cost(shape),
                          .latency_us = us,
+                         .peak_bytes = peak,
                          .oom = !out.ok() && GetErrorKind(out.status()) == ErrorKind::kOutOfMemory});
   run.fills.push_back(Fill(p, shape));
   run.oom += run.batches.back().oom ? 1 : 0;
@@ -232,7 +245,7 @@ sim::PolicyResult Summarise(const sim::PolicySpec& p, const std::vector<BenchReq
 
 sim::PolicyResult RunBenchPolicy(const sim::PolicySpec& p, const backend::Encoder& encoder,
                                  const std::vector<BenchRequest>& requests, const BenchRunOptions& options) {
-  Run run(requests.size(), options.budget_model);
+  Run run(requests.size(), options.budget_model, encoder.on_cuda() && options.workers == 1);
   sim::ProgressBar bar(p.name, options.progress);
   if (absl::Status s = encoder.ResetPeakMemory(); !s.ok()) Fail(kBenchCommand, s.ToString());
   if (p.kind == sim::FormerKind::kCore) {
@@ -240,8 +253,15 @@ sim::PolicyResult RunBenchPolicy(const sim::PolicySpec& p, const backend::Encode
   } else {
     RunBaseline(p, encoder, requests, options.workers, run, bar);
   }
-  auto peak = encoder.PeakMemoryBytes();
-  return Summarise(p, requests, run, options.budget, peak.ok() ? *peak : 0, options.rejected_at_admission);
+  std::int64_t peak = 0;
+  if (run.per_batch_peak) {
+    MutexLock lock(&run.mu);
+    for (const sim::BatchRecord& b : run.batches) peak = std::max(peak, b.peak_bytes);
+  } else {
+    absl::StatusOr<std::int64_t> read = encoder.PeakMemoryBytes();
+    peak = read.ok() ? *read : 0;
+  }
+  return Summarise(p, requests, run, options.budget, peak, options.rejected_at_admission);
 }
 
 }  // namespace tokenbatch::cli

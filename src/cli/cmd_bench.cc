@@ -176,6 +176,8 @@ void AddBenchCommand(CLI::App& app) {
       ->excludes(model_id);
   cmd->add_option("--dtype", f->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
   cmd->add_option("--execution", f->model.execution, "--model-id: packed or padded")->capture_default_str();
+  cmd->add_option("--attn-implementation", f->model.attention, "--model-id: auto, sdpa or eager")
+      ->capture_default_str();
   cmd->add_option("--tokenizer", f->tokenizer,
                   "the model's tokenizer.json (default: the directory's; the bundled BERT one with --model)");
   cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads per worker")->capture_default_str();

@@ -116,6 +116,8 @@ Measured Measure(const CalibrateArgs& args) {
     m.model["max_positions"] = loaded->max_positions;
     m.model["dtype"] = args.model.dtype;
     m.model["execution"] = args.model.execution;
+    // The kernel decides the memory of a shape (eager holds the scores).
+    m.model["attention"] = loaded->encoder->info().attention;
   }
   const backend::Encoder& encoder = *loaded->encoder;
 
@@ -222,6 +224,8 @@ void AddCalibrateCommand(CLI::App& app) {
                            ->excludes(model_id);
   cmd->add_option("--dtype", args->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
   cmd->add_option("--execution", args->model.execution, "--model-id: packed or padded")->capture_default_str();
+  cmd->add_option("--attn-implementation", args->model.attention, "--model-id: auto, sdpa or eager")
+      ->capture_default_str();
   cmd->add_option("--from-json", args->from_json,
                   "re-fit and re-recommend from a calibration JSON written earlier (no model run)")
       ->check(CLI::ExistingFile)

@@ -87,6 +87,10 @@ void AddServeCommand(CLI::App& app) {
       "--model-id batches: packed (no padding computed; budgeted by --cost-model sum unless given) or padded (B x "
       "Lmax)")
       ->check(NamesValidator(hf::kExecutionNames));
+  opt("--attn-implementation", args->attention,
+      "--model-id attention (transformers' names): auto (fused kernels with libtorch >= 2: SDPA, and FlashAttention "
+      "/ xFormers varlen on CUDA when packed; /info names the one in use), sdpa, or eager (explicit matmuls)")
+      ->check(NamesValidator(hf::kAttentionImplementationNames));
   opt("--served-model-name", args->served_model_name, "name reported by /info, /v1/models and in OpenAI responses",
       "SERVED_MODEL_NAME");
   opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");

@@ -47,6 +47,7 @@ struct SimulateFlags : MixFlags, ReportFlags {
   double rate = workload::ArrivalOptions{}.rate_per_s;
   std::size_t clients = workload::ArrivalOptions{}.clients;
   std::string device = "a10g";
+  std::uint64_t device_memory = 0;  // bytes; 0 = the --device preset's
   std::string model = "qwen3-0.6b";
   std::string attention = std::string(sim::kAttentionNames.Name(sim::GpuModelOptions{}.attention));
   std::string calibration;
@@ -127,6 +128,14 @@ SimulatedGpu MakeGpu(const SimulateFlags& flags) {
     Fail(kCommand, "unknown --model '" + flags.model + "' (expected qwen3-0.6b or minilm)");
   }
   out.device = OrFail(kCommand, sim::DevicePreset(flags.device), "--device");
+  if (flags.device_memory > 0) {
+    // A cap below the datasheet's, as `bench --cuda-memory-limit` caps a real GPU's allocator.
+    if (flags.device_memory > static_cast<std::uint64_t>(out.device.memory_bytes)) {
+      Fail(kCommand, fmt::format("--device-memory {} is more than the {} has ({} bytes)", flags.device_memory,
+                                 out.device.name, out.device.memory_bytes));
+    }
+    out.device.memory_bytes = static_cast<std::int64_t>(flags.device_memory);
+  }
   const sim::Attention attention = OrFail(kCommand, sim::ParseAttention(flags.attention), "--attention");
   sim::GpuModelOptions options{.attention = attention};
   if (!flags.calibration.empty()) {
@@ -273,6 +282,10 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--rate", f->rate, "poisson: requests per second");
   cmd->add_option("--clients", f->clients, "closed: concurrent clients");
   CLI::Option* device = cmd->add_option("--device", f->device, "a10g, rtx4090, l4, h100, h200");
+  CLI::Option* device_memory =
+      cmd->add_option("--device-memory", f->device_memory,
+                      "cap the --device's memory at this many bytes (e.g. 24GB), as bench --cuda-memory-limit caps a GPU")
+          ->transform(CLI::AsSizeValue(true));
   CLI::Option* model = cmd->add_option("--model", f->model, "model shape: qwen3-0.6b or minilm");
   CLI::Option* attention = cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)")
                                ->check(NamesValidator(sim::kAttentionNames));
@@ -280,6 +293,7 @@ void AddSimulateCommand(CLI::App& app) {
                   "`tokenbatch calibrate --json` file: simulate the device and model it measured (replaces "
                   "--device, --model and --attention)")
       ->excludes(device)
+      ->excludes(device_memory)
       ->excludes(model)
       ->excludes(attention);
   cmd->add_option("--workers", f->workers,

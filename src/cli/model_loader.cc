@@ -39,6 +39,9 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelFlags& flags, std::int64_t voca
     absl::StatusOr<hf::Execution> execution = hf::ParseExecution(flags.execution);
     if (!execution.ok()) return execution.status();
     options.execution = *execution;
+    absl::StatusOr<hf::AttentionImplementation> attention = hf::ParseAttentionImplementation(flags.attention);
+    if (!attention.ok()) return attention.status();
+    options.attention = *attention;
     if (!flags.pooling.empty()) {
       absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(flags.pooling);
       if (!pooling.ok()) return pooling.status();

@@ -19,6 +19,7 @@ struct ModelFlags {
   std::string device = "cpu";
   std::string dtype = "float32";    // --model-id only
   std::string execution = "packed"; // --model-id only: packed or padded
+  std::string attention = "auto";   // --model-id only: auto, sdpa or eager (hf::AttentionImplementation)
   std::string pooling;              // "" = the directory's Pooling module; `fallback_pooling` for --model
   int threads = 0;                  // CPU threads per forward, 0 = libtorch's default
   std::uint64_t cuda_memory_limit = 0;  // --model-id on CUDA: cap the allocator, bytes (0 = none)

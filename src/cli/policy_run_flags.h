@@ -142,7 +142,8 @@ inline void AddReportFlags(CLI::App* cmd, ReportFlags& f) {
   cmd->add_flag("--json", f.json, "print a JSON array (one object per policy) instead of the table");
   cmd->add_option("--plots", f.plots, "write latency CDF and batch-cost histogram PNGs (gnuplot) here");
   cmd->add_option("--save-batches", f.save_batches,
-                  "write every batch (policy, size, max_tokens, sum_tokens, cost, latency_us, oom) as JSON Lines");
+                  "write every batch (policy, size, max_tokens, sum_tokens, cost, latency_us, peak_bytes, oom) as JSON "
+                  "Lines");
   cmd->add_flag("!--no-progress", f.progress, "no progress bar on stderr");
 }
 

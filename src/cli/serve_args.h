@@ -32,6 +32,7 @@ struct ServeArgs {
   std::string normalize;  // "" = the model directory's Normalize module (true for --model)
   std::string dtype = hf::HfEncoderOptions{}.dtype;
   std::string execution = std::string(hf::kExecutionNames.Name(hf::HfEncoderOptions{}.execution));
+  std::string attention = std::string(hf::kAttentionImplementationNames.Name(hf::HfEncoderOptions{}.attention));
   std::string default_prompt_name;  // "" = the model's default_prompt_name
   std::string default_prompt;       // prompt text; excludes default_prompt_name
   std::string device = backend::EncoderOptions{}.device;

@@ -176,6 +176,9 @@ absl::StatusOr<EncoderChoice> ChooseEncoder(const ServeArgs& a, const ServeFiles
     absl::StatusOr<hf::Execution> execution = hf::ParseExecution(a.execution);
     if (!execution.ok()) return Named("--execution", execution.status());
     e.hf.execution = *execution;
+    absl::StatusOr<hf::AttentionImplementation> attention = hf::ParseAttentionImplementation(a.attention);
+    if (!attention.ok()) return Named("--attn-implementation", attention.status());
+    e.hf.attention = *attention;
     if (!a.pooling.empty()) {
       absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(a.pooling);
       if (!pooling.ok()) return Named("--pooling", pooling.status());

@@ -42,6 +42,7 @@ TEST(ResolveServeConfig, DefaultsServeTheDirectoryPackedWithTeiDefaults) {
   EXPECT_EQ(c->encoder.kind, EncoderChoice::Kind::kHfDirectory);
   EXPECT_EQ(c->encoder.hf.model_dir, "models/minilm");
   EXPECT_EQ(c->encoder.hf.execution, hf::Execution::kPacked);
+  EXPECT_EQ(c->encoder.hf.attention, hf::AttentionImplementation::kAuto);
   EXPECT_FALSE(c->encoder.hf.normalize.has_value());  // the directory's Normalize module decides
   const SchedulerOptions& s = c->service.batcher.scheduler;
   // Packed runs compute no padding: budgeted by the sum, with no padding floor.
@@ -104,9 +105,11 @@ TEST(ResolveServeConfig, EncoderChoices) {
   padded.execution = "padded";
   padded.pooling = "cls";
   padded.normalize = "no";
+  padded.attention = "eager";
   c = ResolveServeConfig(padded, DirectoryFiles());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->encoder.hf.execution, hf::Execution::kPadded);
+  EXPECT_EQ(c->encoder.hf.attention, hf::AttentionImplementation::kEager);
   EXPECT_EQ(c->encoder.hf.pooling, backend::Pooling::kCls);
   EXPECT_EQ(c->encoder.hf.normalize, std::optional<bool>(false));
   EXPECT_EQ(c->service.batcher.scheduler.cost_model.name(), "padded");
@@ -190,6 +193,8 @@ TEST(ResolveServeConfig, RefusesWhatCannotWorkNamingTheFlag) {
       {"oversize", [](ServeArgs& a, ServeFiles&) { a.oversize = "drop"; }, "--oversize: unknown oversize policy"},
       {"shutdown", [](ServeArgs& a, ServeFiles&) { a.shutdown = "abort"; }, "--shutdown: unknown shutdown mode"},
       {"execution", [](ServeArgs& a, ServeFiles&) { a.execution = "ragged"; }, "--execution: unknown execution"},
+      {"attention", [](ServeArgs& a, ServeFiles&) { a.attention = "flash"; },
+       "--attn-implementation: unknown attention implementation \"flash\"; expected one of: auto, sdpa, eager"},
       {"pooling", [](ServeArgs& a, ServeFiles&) { a.pooling = "max"; }, "--pooling: unknown pooling \"max\""},
       {"negative slack", [](ServeArgs& a, ServeFiles&) { a.anchor_slack_us = -2; }, "--anchor-slack-us must be >= 0"},
       {"negative budget", [](ServeArgs& a, ServeFiles&) { a.max_batch_tokens = -5; },

@@ -102,6 +102,7 @@ void RunServe(const ServeConfig& config) {
   } else {
     spdlog::info("backend {} (hidden {}), tokenizer {}", info.name, encoder->hidden_size(), config.tokenizer);
   }
+  if (!info.attention.empty()) spdlog::info("attention kernel {} ({}, {})", info.attention, info.dtype, config.encoder.hf.device);
   auto service = OrFail(kServeCommand,
                         server::EmbeddingService::Create(config.service, std::move(tok), std::move(encoder)), "service");
 

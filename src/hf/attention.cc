@@ -1,17 +1,15 @@
-// Attention for both batch layouts (transformer.h).
+// Attention for both batch layouts (transformer.h): the kernel choice, the
+// eager path, and the dispatch to the fused kernels (fused_attention.h).
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
+#include "hf/fused_attention.h"
 #include "hf/transformer.h"
+#include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::hf {
 namespace {
-
-// [.., kv_heads, L, d] -> [.., kv_heads * groups, L, d], each kv head repeated
-// for its `groups` query heads (transformers' repeat_kv).
-at::Tensor RepeatKv(const at::Tensor& x, int64_t groups, int64_t head_dim_index) {
-  return groups == 1 ? x : x.repeat_interleave(groups, head_dim_index);
-}
 
 // softmax(q k^T * scale + bias) v for q [.., heads, Lq, d], k/v [.., heads, Lk, d].
 at::Tensor Scores(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias) {
@@ -28,27 +26,15 @@ at::Tensor CausalBias(int64_t length, const at::Device& device) {
       .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
 }
 
-}  // namespace
-
-at::Tensor Attention(const TokenBatch& batch, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                     bool causal) {
-  const int64_t heads = q.size(-2);
-  const int64_t groups = heads / k.size(-2);
+at::Tensor EagerAttention(const TokenBatch& batch, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          bool causal) {
   if (batch.packed) {
-    // Per request: [n, heads, d] -> [heads, n, d].
-    std::vector<at::Tensor> outputs;
-    outputs.reserve(batch.batch_size());
-    for (int64_t i = 0; i < batch.batch_size(); ++i) {
-      const int64_t begin = batch.offsets[i];
-      const int64_t n = batch.offsets[i + 1] - begin;
-      at::Tensor qi = q.narrow(0, begin, n).transpose(0, 1);
-      at::Tensor ki = RepeatKv(k.narrow(0, begin, n).transpose(0, 1), groups, 0);
-      at::Tensor vi = RepeatKv(v.narrow(0, begin, n).transpose(0, 1), groups, 0);
-      at::Tensor bias = causal && n > 1 ? CausalBias(n, q.device()) : at::Tensor();
-      outputs.push_back(Scores(qi, ki, vi, bias).transpose(0, 1).reshape({n, -1}));
-    }
-    return at::cat(outputs, 0);
+    return AttendPerRequest(batch, q, k, v, [&](const at::Tensor& qi, const at::Tensor& ki, const at::Tensor& vi,
+                                                int64_t n) {
+      return Scores(qi, ki, vi, causal && n > 1 ? CausalBias(n, q.device()) : at::Tensor());
+    });
   }
+  const int64_t groups = q.size(-2) / k.size(-2);
   // Padded: [B, L, heads, d] -> [B, heads, L, d]; padded keys get the float
   // minimum, so their softmax weight is exactly zero for every real query.
   const int64_t b = q.size(0);
@@ -63,6 +49,50 @@ at::Tensor Attention(const TokenBatch& batch, const at::Tensor& q, const at::Ten
   // The sum of two minima overflows to -inf; clamp keeps rows finite.
   bias = bias.clamp_min(std::numeric_limits<float>::lowest());
   return Scores(qt, kt, vt, bias).transpose(1, 2).reshape({b, l, -1});
+}
+
+}  // namespace
+
+std::string_view AttentionKernelName(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::kEager: return "eager";
+    case AttentionKernel::kSdpa: return "sdpa";
+    case AttentionKernel::kFlashVarlen: return "flash_varlen";
+    case AttentionKernel::kEfficientVarlen: return "efficient_varlen";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<AttentionKernel> ChooseAttentionKernel(AttentionImplementation requested, Execution execution,
+                                                      const at::Device& device, at::ScalarType dtype,
+                                                      int64_t head_dim) {
+  if (requested == AttentionImplementation::kEager) return AttentionKernel::kEager;
+  if (!SdpaCompiled()) {
+    if (requested == AttentionImplementation::kSdpa) {
+      return InvalidArgumentError(
+          "attention implementation \"sdpa\" needs libtorch >= 2 (scaled_dot_product_attention); this build has "
+          "an older one: use \"eager\" or \"auto\"");
+    }
+    return AttentionKernel::kEager;
+  }
+  // FlashAttention's and xFormers' limits on the head size.
+  const bool varlen_head = head_dim % 8 == 0 && head_dim <= 256;
+  if (requested == AttentionImplementation::kAuto && device.is_cuda() && execution == Execution::kPacked &&
+      varlen_head && VarlenAttentionCompiled()) {
+    return dtype == at::kFloat ? AttentionKernel::kEfficientVarlen : AttentionKernel::kFlashVarlen;
+  }
+  return AttentionKernel::kSdpa;
+}
+
+at::Tensor Attention(const TokenBatch& batch, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                     bool causal) {
+  switch (batch.attention) {
+    case AttentionKernel::kEager: return EagerAttention(batch, q, k, v, causal);
+    case AttentionKernel::kSdpa: return SdpaAttention(batch, q, k, v, causal);
+    case AttentionKernel::kFlashVarlen:
+    case AttentionKernel::kEfficientVarlen: return VarlenAttention(batch, q, k, v, causal);
+  }
+  throw std::logic_error(absl::StrCat("unknown attention kernel ", static_cast<int>(batch.attention)));
 }
 
 }  // namespace tokenbatch::hf

@@ -29,6 +29,7 @@ struct HfEncoder::Impl {
   ModelDirectory model;
   at::Device device{at::kCPU};
   at::ScalarType dtype = at::kFloat;
+  AttentionKernel attention = AttentionKernel::kEager;
   Pooling pooling = Pooling::kMean;
   bool normalize = false;
   std::unique_ptr<Transformer> transformer;
@@ -98,6 +99,7 @@ absl::StatusOr<at::ScalarType> ParseDtype(std::string_view name) {
 TokenBatch HfEncoder::Impl::Assemble(std::span<const EmbeddingInput> inputs) const {
   TokenBatch batch;
   batch.packed = options.execution == Execution::kPacked;
+  batch.attention = attention;
   const int64_t b = static_cast<int64_t>(inputs.size());
   batch.offsets.push_back(0);
   for (const EmbeddingInput& in : inputs) {
@@ -140,6 +142,10 @@ TokenBatch HfEncoder::Impl::Assemble(std::span<const EmbeddingInput> inputs) con
     positions = positions.view({b, batch.max_length});
     types = types.view({b, batch.max_length});
     batch.key_mask = mask.view({b, batch.max_length}).to(device);
+  }
+  if (attention == AttentionKernel::kFlashVarlen || attention == AttentionKernel::kEfficientVarlen) {
+    std::vector<int32_t> cu(batch.offsets.begin(), batch.offsets.end());
+    batch.cu_seqlens = at::tensor(cu, at::TensorOptions().dtype(at::kInt)).to(device);
   }
   batch.ids = ids.to(device);
   batch.positions = positions.to(device);
@@ -213,6 +219,10 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
   if (!model.ok()) return model.status();
   impl->model = *std::move(model);
   const ModelDirectory& m = impl->model;
+  absl::StatusOr<AttentionKernel> attention =
+      ChooseAttentionKernel(options.attention, options.execution, impl->device, impl->dtype, m.config.head_dim);
+  if (!attention.ok()) return attention.status();
+  impl->attention = *attention;
   if (m.classifier && (options.pooling || options.normalize)) {
     return InvalidArgumentError(absl::StrCat(options.model_dir, " is a cross-encoder (",
                                              m.classifier->architecture_class,
@@ -346,6 +356,7 @@ backend::EncoderInfo HfEncoder::info() const {
   backend::EncoderInfo info{.name = "hf",
                             .architecture = m.config.model_type,
                             .dtype = impl_->options.dtype,
+                            .attention = std::string(AttentionKernelName(impl_->attention)),
                             .vocab_size = m.config.vocab_size,
                             .max_positions = m.max_seq_length,
                             .default_normalize = impl_->normalize};

@@ -10,6 +10,13 @@
 //           transformers runs it (the cost `--cost-model padded` models).
 // It returns the last hidden state: [T, H] packed, [B, Lmax, H] padded.
 //
+// Attention runs on the kernel chosen at load (ChooseAttentionKernel, in
+// attention_kernel.cc): explicit matmuls ("eager", every libtorch), or with
+// libtorch >= 2 the fused kernels, which never hold the B x heads x L x L scores
+// in memory: scaled_dot_product_attention, and on CUDA over the packed layout
+// FlashAttention's and xFormers' variable-length kernels (one launch over all
+// T tokens, the requests told apart by cu_seqlens).
+//
 // Formulas follow the transformers implementations of BertModel,
 // XLMRobertaModel and Qwen3Model (modeling_bert.py, modeling_xlm_roberta.py,
 // modeling_qwen3.py), checked against them by tests/python/hf_parity.py.
@@ -23,10 +30,44 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/hf/model_directory.h"
 #include "tokenbatch/hf/safetensors.h"
 
 namespace tokenbatch::hf {
+
+// How a forward computes softmax(q k^T / sqrt(d) + mask) v.
+enum class AttentionKernel {
+  kEager,            // explicit matmuls and softmax (transformers' "eager"); per request when packed
+  kSdpa,             // at::scaled_dot_product_attention (libtorch >= 2): padded with a boolean
+                     // mask, or per request when packed; its CPU flash kernel for float32 / bfloat16
+  kFlashVarlen,      // CUDA, packed, float16 / bfloat16: at::_flash_attention_forward over [T, heads, d]
+  kEfficientVarlen,  // CUDA, packed, float32: at::_efficient_attention_forward over [1, T, heads, d]
+};
+
+// "eager", "sdpa", "flash_varlen", "efficient_varlen": the names /info and the log show.
+[[nodiscard]] std::string_view AttentionKernelName(AttentionKernel kernel);
+
+// The kernel for a model with heads of `head_dim` run on `device` in `dtype` and
+// `execution`, as `requested`:
+//   eager  always kEager;
+//   sdpa   kSdpa; InvalidArgumentError when libtorch is older than 2;
+//   auto   on CUDA, packed: kFlashVarlen (float16 / bfloat16) or kEfficientVarlen
+//          (float32) when head_dim is a multiple of 8 and at most 256 (the kernels'
+//          limits) and the private ops' schemas are the ones this file was written
+//          against (VarlenAttentionCompiled), else kSdpa; elsewhere kSdpa with
+//          libtorch >= 2, kEager before.
+[[nodiscard]] absl::StatusOr<AttentionKernel> ChooseAttentionKernel(AttentionImplementation requested,
+                                                                   Execution execution, const at::Device& device,
+                                                                   at::ScalarType dtype, int64_t head_dim);
+
+// Whether this build has scaled_dot_product_attention (libtorch >= 2).
+[[nodiscard]] bool SdpaCompiled();
+// Whether the variable-length CUDA kernels are compiled in: libtorch >= 2 whose
+// headers declare _flash_attention_forward and _efficient_attention_forward with
+// exactly the schemas in attention_schemas.h. A torch release that changes one
+// makes this false (auto then takes kSdpa) and fails the golden test.
+[[nodiscard]] bool VarlenAttentionCompiled();
 
 struct TokenBatch {
   bool packed = true;
@@ -37,6 +78,9 @@ struct TokenBatch {
                                  // XLM-R: transformers' create_position_ids_from_input_ids)
   at::Tensor types;              // int64, same shape: token type ids (0 when unused)
   at::Tensor key_mask;           // bool [B, Lmax], padded layout only
+  AttentionKernel attention = AttentionKernel::kEager;
+  at::Tensor cu_seqlens;         // int32 [B + 1] on the device: offsets, for the varlen kernels only
+                                 // (built once per batch, read by every layer)
   [[nodiscard]] int64_t batch_size() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
 
@@ -57,11 +101,13 @@ class Transformer {
                                                                            at::ScalarType dtype, at::Device device);
 
 // Scaled dot-product attention over q [.., heads, d] and k, v [.., kv_heads, d]
-// in the batch's layout (packed [T, ., d] or padded [B, Lmax, ., d]); kv heads are
-// shared by heads / kv_heads query heads each (grouped-query attention).
-// `causal`: a token sees only itself and earlier tokens of its request.
-// Softmax runs in float32 whatever the dtype, as transformers' eager attention does.
-// Returns [T, heads * d] or [B, Lmax, heads * d].
+// in the batch's layout (packed [T, ., d] or padded [B, Lmax, ., d]) with the
+// batch's kernel; kv heads are shared by heads / kv_heads query heads each
+// (grouped-query attention). `causal`: a token sees only itself and earlier
+// tokens of its request. Softmax accumulates in float32 whatever the dtype (the
+// eager path casts the scores, as transformers' eager attention does; the fused
+// kernels accumulate in float32 internally).
+// Returns [T, heads * d] or [B, Lmax, heads * d]. Throws c10::Error on failure.
 [[nodiscard]] at::Tensor Attention(const TokenBatch& batch, const at::Tensor& q, const at::Tensor& k,
                                    const at::Tensor& v, bool causal);
 

@@ -184,6 +184,7 @@ class Model {
     nb::dict d;
     d["architecture"] = info.architecture;
     d["dtype"] = info.dtype;
+    d["attention"] = info.attention;
     d["pooling"] = info.pooling;
     d["hidden_size"] = hidden_size_;
     d["max_input_tokens"] = service_->max_input_tokens();

@@ -109,6 +109,7 @@ std::string BatchesJsonl(const std::vector<PolicyResult>& results) {
                                    {"cost", b.cost},
                                    {"start_ms", Round3(static_cast<double>(b.start_ns) / 1e6)},
                                    {"latency_us", Round3(b.latency_us)},
+                                   {"peak_bytes", b.peak_bytes},
                                    {"oom", b.oom}};
       absl::StrAppend(&out, line.dump(), "\n");
     }

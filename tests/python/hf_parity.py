@@ -13,7 +13,12 @@ tokenizer corpus: English, Chinese, emoji, accents, code, and long documents tha
 both truncate at the model's max_seq_length). Then the server embeds them, in
 both execution layouts (packed and padded), batched through /v1/embeddings and
 one at a time through TEI's /embed, and with a prompt (`prompt_name`) through
-both routes. Prints one line per directory and layout with the worst figures.
+both routes. Each layout runs with the default attention (`--attn-implementation
+auto`); where /info says that is a fused kernel (libtorch >= 2: sdpa, or the
+CUDA varlen kernels), it runs again with the eager one, and the two must also
+agree with each other (--min-kernel-cosine, --max-kernel-diff).
+--expect-packed-attention / --expect-padded-attention assert the kernel /info
+names. Prints one line per directory and layout with the worst figures.
 """
 import argparse
 import json
@@ -85,28 +90,53 @@ def check(args, model_dir, corpus):
     want_prompted = model.encode(few, prompt_name=prompt, convert_to_numpy=True) if prompt else None
     name = os.path.basename(os.path.normpath(model_dir))
     for execution in ("packed", "padded"):
-        with Serving(args.tokenbatch, ["--model-id", model_dir, "--execution", execution, "--oversize", "truncate",
-                                       "--threads", "2", "--max-batch-tokens", "16384", "--device", args.device,
-                                       "--dtype", args.dtype]) as port:
-            label = f"{name} {execution} {args.device} {args.dtype}"
-            # Each layout is budgeted by what it computes unless flags say otherwise.
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/info", timeout=10) as r:
-                scheduler = json.loads(r.read())["scheduler"]
-            want_cost = ("sum", 0.0) if execution == "packed" else ("padded", 0.85)
-            got_cost = (scheduler["cost_model"], scheduler["min_padding_efficiency"])
-            assert got_cost == want_cost, f"{label}: /info scheduler {got_cost}, expected {want_cost}"
-            figures = [compare(f"{label} /v1/embeddings", embed_openai(port, corpus), want, args),
-                       compare(f"{label} /embed", embed_tei(port, few), want[:len(few)], args)]
-            if prompt:
-                figures.append(compare(f"{label} prompt_name /v1/embeddings",
-                                       embed_openai(port, few, prompt_name=prompt), want_prompted, args))
-                figures.append(compare(f"{label} prompt_name /embed",
-                                       embed_tei(port, few, prompt_name=prompt), want_prompted, args))
-        cos = min(f[0] for f in figures)
-        diff = max(f[1] for f in figures)
-        print(f"{name} {execution} {args.device} {args.dtype}: {len(corpus)} texts, min cosine {cos:.8f}, "
-              f"max |diff| {diff:.2e}"
-              f"{', prompt ' + prompt if prompt else ''}")
+        # The default kernel first; where that is a fused one (libtorch >= 2), the
+        # eager path too, and the two against each other.
+        runs = {}
+        for attention in ("auto", "eager"):
+            if attention == "eager" and runs["auto"][0] == "eager":
+                break
+            runs[attention] = serve_and_compare(args, model_dir, name, execution, attention, corpus, few, want,
+                                                prompt, want_prompted)
+        kernel, got, cos, diff = runs["auto"]
+        expected = getattr(args, f"expect_{execution}_attention")
+        assert expected is None or kernel == expected, (
+            f"{name} {execution}: /info attention {kernel!r}, expected {expected!r}")
+        line = f"{name} {execution} {args.device} {args.dtype}, attention {kernel}: {len(corpus)} texts, " \
+               f"min cosine {cos:.8f}, max |diff| {diff:.2e}{', prompt ' + prompt if prompt else ''}"
+        if "eager" in runs:
+            fused_cos, fused_diff = compare(f"{name} {execution} {kernel} against eager", got, runs["eager"][1],
+                                            argparse.Namespace(min_cosine=args.min_kernel_cosine,
+                                                               max_diff=args.max_kernel_diff))
+            line += f"; eager: min cosine {runs['eager'][2]:.8f}; {kernel} against eager: min cosine " \
+                    f"{fused_cos:.8f}, max |diff| {fused_diff:.2e}"
+        print(line)
+
+
+def serve_and_compare(args, model_dir, name, execution, attention, corpus, few, want, prompt, want_prompted):
+    """One server with this layout and attention implementation, checked against
+    sentence-transformers. Returns (kernel from /info, corpus embeddings, worst
+    cosine, worst |diff|)."""
+    with Serving(args.tokenbatch, ["--model-id", model_dir, "--execution", execution, "--oversize", "truncate",
+                                   "--threads", "2", "--max-batch-tokens", "16384", "--device", args.device,
+                                   "--dtype", args.dtype, "--attn-implementation", attention]) as port:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/info", timeout=10) as r:
+            info = json.loads(r.read())
+        kernel = info["attention"]
+        label = f"{name} {execution} {args.device} {args.dtype} attention {kernel}"
+        # Each layout is budgeted by what it computes unless flags say otherwise.
+        want_cost = ("sum", 0.0) if execution == "packed" else ("padded", 0.85)
+        got_cost = (info["scheduler"]["cost_model"], info["scheduler"]["min_padding_efficiency"])
+        assert got_cost == want_cost, f"{label}: /info scheduler {got_cost}, expected {want_cost}"
+        got = embed_openai(port, corpus)
+        figures = [compare(f"{label} /v1/embeddings", got, want, args),
+                   compare(f"{label} /embed", embed_tei(port, few), want[:len(few)], args)]
+        if prompt:
+            figures.append(compare(f"{label} prompt_name /v1/embeddings",
+                                   embed_openai(port, few, prompt_name=prompt), want_prompted, args))
+            figures.append(compare(f"{label} prompt_name /embed",
+                                   embed_tei(port, few, prompt_name=prompt), want_prompted, args))
+    return kernel, got, min(f[0] for f in figures), max(f[1] for f in figures)
 
 
 def main():
@@ -115,6 +145,11 @@ def main():
     parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     parser.add_argument("--min-cosine", type=float, default=0.99999)
     parser.add_argument("--max-diff", type=float, default=1e-4)
+    parser.add_argument("--min-kernel-cosine", type=float, default=0.999999,
+                        help="the fused attention kernel against the eager one, same server otherwise")
+    parser.add_argument("--max-kernel-diff", type=float, default=2e-5)
+    parser.add_argument("--expect-packed-attention", help="the kernel /info must name for packed (e.g. flash_varlen)")
+    parser.add_argument("--expect-padded-attention", help="the kernel /info must name for padded (e.g. sdpa)")
     parser.add_argument("tokenbatch")
     parser.add_argument("model_dirs", nargs="+")
     args = parser.parse_args()

@@ -5,13 +5,15 @@ architecture tokenbatch implements, for the parity tests (hf_parity.py).
 
 CASEs: bert, xlm-roberta, qwen3, and the cross-encoders bert-reranker,
 xlm-roberta-reranker and bert-nli (the default: all six, small), and
-qwen3-0.6b (Qwen3-Embedding-0.6B's shape, 0.6 B parameters, 2.4 GB in float32:
-for scripts/gpu_check.sh, where its attention over long inputs can exhaust a GPU).
+the full-size bert-base, xlm-roberta-base and qwen3-0.6b (Qwen3-Embedding-0.6B's
+shape, 0.6 B parameters, 2.4 GB in float32: its attention over long inputs can
+exhaust a GPU) for scripts/gpu/gpu_check.sh.
 
 Each OUT_DIR/<name> is what `SentenceTransformer.save` writes: config.json and
 model.safetensors from transformers' save_pretrained, a tokenizer (a real one
 from TOKENIZERS_DIR, the repository's data/tokenizers, or, for XLM-R, from
-build/cache/tokenizers), modules.json, the
+build/cache/tokenizers under the repository, or under $TOKENBATCH_TOKENIZER_ROOT
+when set, as the GPU bundle sets it), modules.json, the
 Pooling config and, where the case calls for it, a Dense module and Normalize.
 The cross-encoder cases are what `CrossEncoder.save` writes: a
 *ForSequenceClassification config.json (id2label), its weights, the tokenizer and
@@ -20,6 +22,7 @@ Weights are random (seeded) but scaled so activations stay in a realistic range.
 Idempotent: an existing directory with a matching stamp is kept.
 """
 import json
+import os
 import pathlib
 import shutil
 import sys
@@ -30,7 +33,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import modules as models
 
 STAMP_VERSION = "2"
-ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+ROOT = pathlib.Path(os.environ.get("TOKENBATCH_TOKENIZER_ROOT") or pathlib.Path(__file__).resolve().parent.parent.parent)
 
 # The special tokens each tokenizer's tokenizer_config.json names.
 BERT_SPECIAL_TOKENS = dict(pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", unk_token="[UNK]",
@@ -105,8 +108,25 @@ CROSS_ENCODER_CASES = {
         max_seq_length=128),
 }
 
-# Qwen3-Embedding-0.6B's configuration (its config.json), random weights.
+# Full-size shapes for the GPU checks (scripts/gpu/gpu_check.sh), random weights:
+# BERT-base and XLM-R-base (bge-m3 / multilingual-e5-base's encoder), and
+# Qwen3-Embedding-0.6B's configuration (its config.json).
 LARGE_CASES = {
+    "bert-base": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072, max_position_embeddings=512, hidden_act="gelu"),
+        tokenizer="bert-base-uncased", pooling="cls", include_prompt=True, dense=0, normalize=True,
+        special=BERT_SPECIAL_TOKENS,
+        max_seq_length=512),
+    "xlm-roberta-base": dict(
+        config=lambda: transformers.XLMRobertaConfig(
+            vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072, max_position_embeddings=514, pad_token_id=1, type_vocab_size=1),
+        tokenizer="build/cache/tokenizers/multilingual-e5-small", pooling="mean", include_prompt=True, dense=0,
+        normalize=True,
+        special=XLMR_SPECIAL_TOKENS,
+        max_seq_length=512),
     "qwen3-0.6b": dict(
         config=lambda: transformers.Qwen3Config(
             vocab_size=151669, hidden_size=1024, num_hidden_layers=28, num_attention_heads=16,
@@ -121,7 +141,7 @@ LARGE_CASES = {
 def write_case(name, case, out, tokenizers_dir):
     torch.manual_seed(1234)
     config = case["config"]()
-    if name == "qwen3":
+    if isinstance(config, transformers.Qwen3Config):
         model = transformers.Qwen3Model(config)
     else:
         model = transformers.AutoModel.from_config(config, add_pooling_layer=False)

@@ -57,6 +57,9 @@ struct EncoderInfo {
   std::string name;               // the implementation: "torch", "hf" or "noop"
   std::string architecture;       // config.json model_type ("bert", ...); "" when unknown
   std::string dtype = "float32";  // weights and activations
+  // The attention kernel ("eager", "sdpa", "flash_varlen", "efficient_varlen");
+  // "" when the encoder does not say (a TorchScript module, noop).
+  std::string attention;
   std::string pooling;            // "cls" | "mean" | "last"; "" when not pooled (a classifier)
   // Ids must be < vocab_size (the embedding table's rows); 0 = not checked.
   std::int64_t vocab_size = 0;

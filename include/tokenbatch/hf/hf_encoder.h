@@ -47,6 +47,23 @@ inline constexpr EnumNames<Execution, 2> kExecutionNames{
   return kExecutionNames.Parse(name);
 }
 
+// Which attention to run (transformers' attn_implementation names):
+//   auto   the fused kernels where libtorch has them (>= 2), else eager; which one
+//          is in EncoderInfo::attention (transformer.h's ChooseAttentionKernel);
+//   sdpa   scaled_dot_product_attention everywhere (needs libtorch >= 2);
+//   eager  explicit matmuls and softmax, the reference the fused paths are tested against.
+enum class AttentionImplementation { kAuto, kSdpa, kEager };
+inline constexpr EnumNames<AttentionImplementation, 3> kAttentionImplementationNames{
+    "attention implementation",
+    {{{AttentionImplementation::kAuto, "auto"},
+      {AttentionImplementation::kSdpa, "sdpa"},
+      {AttentionImplementation::kEager, "eager"}}},
+    '"'};
+// "auto" | "sdpa" | "eager" -> AttentionImplementation; InvalidArgumentError listing them otherwise.
+[[nodiscard]] inline absl::StatusOr<AttentionImplementation> ParseAttentionImplementation(std::string_view name) {
+  return kAttentionImplementationNames.Parse(name);
+}
+
 struct HfEncoderOptions {
   std::string model_dir;          // required
   std::string device = "cpu";     // "cpu", or "cuda" / "cuda:N" with a CUDA libtorch
@@ -54,6 +71,7 @@ struct HfEncoderOptions {
   // Softmax and RMSNorm run in float32 whatever this says.
   std::string dtype = "float32";
   Execution execution = Execution::kPacked;
+  AttentionImplementation attention = AttentionImplementation::kAuto;
   // Overrides the directory's Pooling module; required when it has none.
   std::optional<backend::Pooling> pooling;
   // Overrides the directory's Normalize module as the default for requests.
@@ -91,7 +109,8 @@ class HfEncoder final : public backend::Encoder {
   // Width of the embeddings: the last Dense layer's out_features, else hidden_size.
   [[nodiscard]] int hidden_size() const override;
   // name "hf"; the config's model_type, vocab_size and max_seq_length, the
-  // options' dtype, the pooling in use (none for a classifier) and its head.
+  // options' dtype, the attention kernel in use, the pooling in use (none for a
+  // classifier) and its head.
   [[nodiscard]] backend::EncoderInfo info() const override;
   [[nodiscard]] bool on_cuda() const override;
   [[nodiscard]] absl::Status ResetPeakMemory() const override;

@@ -34,7 +34,9 @@ namespace tokenbatch::sim {
 // Every batch of every policy as JSON Lines, one object per batch in the order
 // run: policy, size (B), max_tokens (Lmax), sum_tokens, cost (the batch's cost
 // under the cost model the comparison's budget is in), start_ms (from the first
-// arrival), latency_us (measured by bench, predicted by simulate), oom. For
+// arrival), latency_us (measured by bench, predicted by simulate), peak_bytes
+// (the batch's own peak device memory, bytes: bench on CUDA with one worker,
+// predicted by simulate; 0 where not measured), oom. For
 // replaying the same batch shapes on another runtime (bench/peers/onnx_compute.py).
 [[nodiscard]] std::string BatchesJsonl(const std::vector<PolicyResult>& results);
 

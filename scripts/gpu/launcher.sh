@@ -1,0 +1,29 @@
+#!/bin/sh
+# A program of the GPU bundle (scripts/gpu_bundle.sh): runs libexec/<this
+# script's name> on the libtorch of the machine's own Python torch, which must
+# be the version the bundle was built against (TORCH_VERSION).
+# TOKENBATCH_TORCH_PYTHON names that Python (default: python3 on PATH).
+set -eu
+bundle="$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)"
+python="${TOKENBATCH_TORCH_PYTHON:-python3}"
+want="$(cat "$bundle/TORCH_VERSION")"
+if ! found="$("$python" -c 'import os, torch; print(torch.__version__); print(os.path.dirname(torch.__file__))' 2>&1)"; then
+  echo "tokenbatch bundle: cannot import torch with $python (set TOKENBATCH_TORCH_PYTHON to a Python with torch $want):" >&2
+  echo "$found" >&2
+  exit 1
+fi
+version="$(printf '%s\n' "$found" | sed -n 1p)"
+torch_dir="$(printf '%s\n' "$found" | sed -n 2p)"
+if [ "$version" != "$want" ]; then
+  echo "tokenbatch bundle: built against torch $want, but $python has torch $version ($torch_dir);" \
+       "libtorch's C++ ABI differs between versions: run it with torch $want (TOKENBATCH_TORCH_PYTHON)," \
+       "or rebuild the bundle (scripts/gpu_bundle.sh) with torch $version pinned" >&2
+  exit 1
+fi
+libs="$torch_dir/lib"
+for d in "$torch_dir"/../nvidia/*/lib; do
+  if [ -d "$d" ]; then libs="$libs:$d"; fi
+done
+LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH
+exec "$bundle/libexec/$(basename -- "$0")" "$@"
