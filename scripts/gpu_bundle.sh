@@ -60,7 +60,10 @@ is_system() {
 site="$(cd "$torch_dir/.." && pwd)"
 for program in "$BUNDLE"/libexec/*; do
   while read -r name _ path _; do
-    [ -n "${path:-}" ] && [ "$path" != "not" ] || { echo "gpu_bundle: $program needs $name, not found" >&2; exit 1; }
+    if [ -z "${path:-}" ] || [ "$path" = "not" ]; then  # "libx.so => not found"
+      echo "gpu_bundle: $program needs $name, not found" >&2
+      exit 1
+    fi
     is_system "$name" && continue
     case "$(realpath "$path")" in "$site"/* | /usr/local/cuda*) continue ;; esac
     [ -e "$BUNDLE/libexec/$name" ] || cp -L "$path" "$BUNDLE/libexec/$name"
