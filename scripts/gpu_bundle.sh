@@ -15,6 +15,7 @@
 #     gpu_check.sh           the checks (scripts/gpu/gpu_check.sh), one command
 #     tests/, testdata/, data/   the scripts, texts and tokenizers the checks read
 #     TORCH_VERSION          the torch it was built against
+#     GLIBC_VERSION          the oldest C library it runs on
 #
 # Needs scripts/setup.sh's Debian packages and build/venv (scripts/setup.sh).
 # Usage: bash scripts/gpu_bundle.sh        (JOBS=N for build parallelism)
@@ -77,6 +78,10 @@ for f in "$BUNDLE"/libexec/*; do
 done
 
 echo "$torch_version" > "$BUNDLE/TORCH_VERSION"
+# The newest C library version any carried file asks for: the launcher refuses
+# an older C library by name instead of failing in the dynamic loader.
+objdump -T "$BUNDLE"/libexec/* 2> /dev/null | grep -o 'GLIBC_2\.[0-9]*' | sed 's/GLIBC_//' | sort -t. -k2 -n -u |
+  tail -1 > "$BUNDLE/GLIBC_VERSION"
 for program in tokenbatch attention_test; do
   cp scripts/gpu/launcher.sh "$BUNDLE/bin/$program"
   chmod +x "$BUNDLE/bin/$program"

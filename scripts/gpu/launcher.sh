@@ -7,6 +7,16 @@ set -eu
 bundle="$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)"
 python="${TOKENBATCH_TORCH_PYTHON:-python3}"
 want="$(cat "$bundle/TORCH_VERSION")"
+# The C library: the carried libraries (libstdc++ among them) were built for
+# this machine's, so an older one cannot load them.
+need_glibc="$(cat "$bundle/GLIBC_VERSION")"
+have_glibc="$(getconf GNU_LIBC_VERSION 2> /dev/null | sed 's/^glibc //')"
+if [ -n "$have_glibc" ] &&
+   [ "$(printf '%s\n%s\n' "$need_glibc" "$have_glibc" | sort -t. -k1,1n -k2,2n | head -1)" != "$need_glibc" ]; then
+  echo "tokenbatch bundle: needs glibc $need_glibc or newer (what its carried libraries were built for); this machine has" \
+       "$have_glibc: build the bundle on a machine with glibc $have_glibc or older" >&2
+  exit 1
+fi
 if ! found="$("$python" -c 'import os, torch; print(torch.__version__); print(os.path.dirname(torch.__file__))' 2>&1)"; then
   echo "tokenbatch bundle: cannot import torch with $python (set TOKENBATCH_TORCH_PYTHON to a Python with torch $want):" >&2
   echo "$found" >&2

@@ -6,7 +6,8 @@
 # calibrate) under `env -i`: no LD_LIBRARY_PATH, no build tree on any path, only
 # PATH=/usr/bin:/bin and the Python whose torch the bundle runs on. Then checks
 # that every program's run path is $ORIGIN alone, and that a torch of another
-# version is refused with a message naming both versions.
+# version, and an older C library than the carried libraries need, are refused
+# with a message naming both versions.
 # Usage: bash tests/gpu_bundle/stripped_environment.sh   (after scripts/gpu_bundle.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,4 +46,17 @@ case "$message" in
   *"built against torch $want, but"*"has torch 2.99.0+cpu"*) ;;
   *) echo "stripped_environment: unexpected refusal of another torch: $message" >&2; exit 1 ;;
 esac
-echo "stripped_environment: the bundle ran on itself and torch $want alone, and refused torch 2.99.0"
+
+# An older C library than the carried libraries were built for (getconf says 2.17).
+mkdir -p "$OUT/old-glibc"
+printf '#!/bin/sh\necho glibc 2.17\n' > "$OUT/old-glibc/getconf"
+chmod +x "$OUT/old-glibc/getconf"
+if message="$(env -i PATH="$OUT/old-glibc:/usr/bin:/bin" TOKENBATCH_TORCH_PYTHON="$PY" "$BUNDLE/bin/tokenbatch" --help 2>&1)"; then
+  echo "stripped_environment: the bundle ran on glibc 2.17" >&2
+  exit 1
+fi
+case "$message" in
+  *"needs glibc $(cat "$BUNDLE/GLIBC_VERSION") or newer"*"this machine has 2.17"*) ;;
+  *) echo "stripped_environment: unexpected refusal of glibc 2.17: $message" >&2; exit 1 ;;
+esac
+echo "stripped_environment: the bundle ran on itself and torch $want alone, and refused torch 2.99.0 and glibc 2.17"
