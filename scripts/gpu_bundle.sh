@@ -61,11 +61,11 @@ is_system() {
 site="$(cd "$torch_dir/.." && pwd)"
 for program in "$BUNDLE"/libexec/*; do
   while read -r name _ path _; do
+    is_system "$name" && continue
     if [ -z "${path:-}" ] || [ "$path" = "not" ]; then  # "libx.so => not found"
       echo "gpu_bundle: $program needs $name, not found" >&2
       exit 1
     fi
-    is_system "$name" && continue
     case "$(realpath "$path")" in "$site"/* | /usr/local/cuda*) continue ;; esac
     [ -e "$BUNDLE/libexec/$name" ] || cp -L "$path" "$BUNDLE/libexec/$name"
   done < <(LD_LIBRARY_PATH="$torch_libs" ldd "$program" | grep '=>')

@@ -30,15 +30,15 @@
 #               sentence-transformers' encode on the same texts, GPU and dtype
 # It prints one summary line per check, writes OUT/gpu_check.json, and exits
 # non-zero if any check failed; 77 (nothing checked) without a CUDA GPU.
-# Environment: OUT (work folder, default ./gpu_check_out), GPU_MEMORY_LIMIT
+# Environment: OUT (work folder, default ./gpu_check_out; its files are removed at
+# the start, its model directories kept), GPU_MEMORY_LIMIT
 # (default 24GB), TOKENBATCH_TORCH_PYTHON (default python3).
 set -uo pipefail
-BUNDLE="$(cd "$(dirname "$0")" && pwd)"
+BUNDLE="$(dirname -- "$(readlink -f -- "$0")")"
 export TOKENBATCH_TORCH_PYTHON="${TOKENBATCH_TORCH_PYTHON:-python3}"
 PY="$TOKENBATCH_TORCH_PYTHON"
 BIN="$BUNDLE/bin/tokenbatch"
 TESTS="$BUNDLE/tests/python"
-OUT="$(mkdir -p "${OUT:-gpu_check_out}" && cd "${OUT:-gpu_check_out}" && pwd)"
 LIMIT="${GPU_MEMORY_LIMIT:-24GB}"
 MODE=gpu
 if [ "${1:-}" = "--cpu" ]; then
@@ -48,13 +48,18 @@ elif ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L 2> /dev/null | 
   echo "gpu_check: no CUDA GPU on this machine (nvidia-smi lists none); nothing was checked"
   exit 77
 fi
+mkdir -p "${OUT:-gpu_check_out}"
+OUT="$(readlink -f -- "${OUT:-gpu_check_out}")"
+# Nothing of an earlier run may pass for this one's: its files go (the model
+# directories stay, and are rewritten only when their stamp differs).
+find "$OUT" -maxdepth 1 -type f -delete
 DEVICE=cuda:0
 [ "$MODE" = cpu ] && DEVICE=cpu
 RECORDS="$OUT/records.jsonl"
 : > "$RECORDS"
 failed=0
 record() {  # record NAME STATUS DETAIL [FIGURES_JSON_FILE]
-  printf '%-10s %-4s %s\n' "$1" "$2" "$3" >> "$OUT/summary.txt"
+  printf '%-15s %-4s %s\n' "$1" "$2" "$3" >> "$OUT/summary.txt"
   "$PY" "$TESTS/summary.py" record "$RECORDS" "$1" "$2" "$3" "${4:-}"
   [ "$2" = ok ] || failed=1
 }
@@ -65,7 +70,8 @@ run_check() {  # run_check NAME DETAIL LOG COMMAND...
   if "$@" > "$log" 2>&1; then
     record "$name" ok "$detail"
   else
-    record "$name" FAIL "$(grep -m1 -E 'Error|error|FAIL|Assertion' "$log" || tail -1 "$log") (log: $log)"
+    # The last line: a Python traceback's exception, or the program's error.
+    record "$name" FAIL "$(grep -v '^\s*$' "$log" | tail -1) (log: $log)"
   fi
 }
 # Runs a check whose command prints its verdict as its last line, "ok DETAIL"
@@ -113,7 +119,7 @@ for dtype in float32 bfloat16; do
   else
     packed_kernel=sdpa
   fi
-  run_check parity "$DEVICE $dtype, ${#dirs[@]} models x 2 layouts, packed $packed_kernel, padded sdpa, each also eager" \
+  run_check "parity-$dtype" "$DEVICE $dtype, ${#dirs[@]} models x 2 layouts, packed $packed_kernel, padded sdpa, each also eager" \
     "$OUT/parity-$dtype.log" "$PY" "$TESTS/hf_parity.py" --device "$DEVICE" --dtype "$dtype" "${bounds[@]}" \
     --expect-packed-attention "$packed_kernel" --expect-padded-attention sdpa "$BIN" "${dirs[@]}"
 done
@@ -129,10 +135,16 @@ else
   model="$OUT/models/qwen3-0.6b"
   common=(--model-id "$model" --device cuda:0 --cuda-memory-limit "$LIMIT" --execution padded
           --attn-implementation eager --max-input-tokens 8192)
-  run_check calibrate "qwen3-0.6b padded eager, cap $LIMIT ($OUT/calibration.json)" "$OUT/calibrate.log" \
-    "$BIN" calibrate "${common[@]}" --memory-limit "$LIMIT" --grid 1,2,4,8,16,32:128,512,1024,2048,4096,8192 \
-    --max-shape-tokens 262144 --repeats 2 --json "$OUT/calibration.json"
-  budget="$("$PY" "$TESTS/summary.py" budget "$OUT/calibration.json" 2> "$OUT/budget.log")"
+  budget=""
+  if "$BIN" calibrate "${common[@]}" --memory-limit "$LIMIT" --grid 1,2,4,8,16,32:128,512,1024,2048,4096,8192 \
+       --max-shape-tokens 262144 --repeats 2 --json "$OUT/calibration.json" > "$OUT/calibrate.log" 2>&1 &&
+     budget="$("$PY" "$TESTS/summary.py" budget "$OUT/calibration.json" "$OUT/calibrate.json" 2>> "$OUT/calibrate.log")"; then
+    record calibrate ok "qwen3-0.6b padded eager, cap $LIMIT: recommended padded budget $budget ($OUT/calibration.json)" \
+      "$OUT/calibrate.json"
+  else
+    budget=""
+    record calibrate FAIL "$(grep -v '^\s*$' "$OUT/calibrate.log" | tail -1) (log: $OUT/calibrate.log)"
+  fi
 
   # 4-6. The long-tailed mix under the cap: count batches of 32 against the
   # calibrated budget (one worker, so each batch's own peak is read), then the
@@ -153,7 +165,9 @@ else
       record simulator FAIL "simulate failed (log: $OUT/simulate.log)"
     fi
   else
-    record oom FAIL "no calibrated budget, or bench failed (logs: $OUT/budget.log, $OUT/bench.log)"
+    for name in oom memory simulator; do
+      record "$name" FAIL "not run: no calibrated budget, or bench failed (logs: $OUT/calibrate.log, $OUT/bench.log)"
+    done
   fi
 
   # 7. Throughput against sentence-transformers, same texts, GPU and dtype.

@@ -4,7 +4,9 @@
 # be the version the bundle was built against (TORCH_VERSION).
 # TOKENBATCH_TORCH_PYTHON names that Python (default: python3 on PATH).
 set -eu
-bundle="$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)"
+# The bundle is the folder above the real file (a symbolic link to this launcher
+# from elsewhere still finds it).
+bundle="$(dirname -- "$(dirname -- "$(readlink -f -- "$0")")")"
 python="${TOKENBATCH_TORCH_PYTHON:-python3}"
 want="$(cat "$bundle/TORCH_VERSION")"
 # The C library: the carried libraries (libstdc++ among them) were built for
@@ -17,13 +19,20 @@ if [ -n "$have_glibc" ] &&
        "$have_glibc: build the bundle on a machine with glibc $have_glibc or older" >&2
   exit 1
 fi
-if ! found="$("$python" -c 'import os, torch; print(torch.__version__); print(os.path.dirname(torch.__file__))' 2>&1)"; then
+# One marked line on stdout: what an import prints besides (warnings, on
+# stderr or stdout) does not change it.
+if ! found="$("$python" -c 'import os, torch; print("tokenbatch-torch", torch.__version__, os.path.dirname(torch.__file__))' 2> /dev/null)"; then
   echo "tokenbatch bundle: cannot import torch with $python (set TOKENBATCH_TORCH_PYTHON to a Python with torch $want):" >&2
-  echo "$found" >&2
+  "$python" -c 'import torch' 2>&1 | tail -3 >&2 || true
   exit 1
 fi
-version="$(printf '%s\n' "$found" | sed -n 1p)"
-torch_dir="$(printf '%s\n' "$found" | sed -n 2p)"
+line="$(printf '%s\n' "$found" | grep '^tokenbatch-torch ' | tail -1)"
+version="$(printf '%s\n' "$line" | cut -d' ' -f2)"
+torch_dir="$(printf '%s\n' "$line" | cut -d' ' -f3-)"
+if [ -z "$version" ]; then
+  echo "tokenbatch bundle: $python imported torch but did not print its version and folder: $found" >&2
+  exit 1
+fi
 if [ "$version" != "$want" ]; then
   echo "tokenbatch bundle: built against torch $want, but $python has torch $version ($torch_dir);" \
        "libtorch's C++ ABI differs between versions: run it with torch $want (TOKENBATCH_TORCH_PYTHON)," \
@@ -36,4 +45,4 @@ for d in "$torch_dir"/../nvidia/*/lib; do
 done
 LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export LD_LIBRARY_PATH
-exec "$bundle/libexec/$(basename -- "$0")" "$@"
+exec "$bundle/libexec/$(basename -- "$(readlink -f -- "$0")")" "$@"

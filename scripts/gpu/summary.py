@@ -3,7 +3,7 @@ prints one line, "ok DETAIL" or "FAIL DETAIL", and writes its figures as JSON.
 
     summary.py record RECORDS NAME STATUS DETAIL [FIGURES_JSON]
     summary.py report RECORDS OUT_JSON DEVICE TORCH ELAPSED_S
-    summary.py budget CALIBRATION_JSON            prints the recommended padded budget
+    summary.py budget CALIBRATION_JSON [OUT_JSON] prints the recommended padded budget
     summary.py oom BENCH_JSON OUT_JSON
     summary.py memory BENCH_BATCHES_JSONL LIMIT OUT_JSON
     summary.py simulator BENCH_JSON SIMULATE_JSON OUT_JSON
@@ -54,9 +54,16 @@ def report(records, out, device, torch_version, elapsed):
                 "passed": bool(checks) and all(c["status"] == "ok" for c in checks), "checks": checks})
 
 
-def budget(calibration):
+def budget(calibration, out=""):
     with open(calibration) as f:
-        print(json.load(f)["recommended_max_batch_tokens"]["padded"])
+        c = json.load(f)
+    if "recommended_max_batch_tokens" not in c:
+        raise SystemExit(f"summary: {calibration} has no recommendation: {c.get('refused', 'no reason given')}")
+    padded = c["recommended_max_batch_tokens"]["padded"]
+    if out:
+        write(out, {"recommended_max_batch_tokens": c["recommended_max_batch_tokens"],
+                    "memory_limit_bytes": c.get("memory_limit_bytes"), "calibration": calibration})
+    print(padded)
 
 
 def oom(bench, out):

@@ -27,10 +27,12 @@
 #include "cli/bench_policy_run.h"
 #include "cli/commands.h"
 #include "cli/default_paths.h"
+#include "cli/enum_flag.h"
 #include "cli/fail.h"
 #include "cli/model_loader.h"
 #include "cli/policy_run_flags.h"
 #include "tokenbatch/backend/encoder.h"
+#include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/sim/report.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 #include "tokenbatch/workload/workload.h"
@@ -147,7 +149,8 @@ void Bench(BenchFlags flags) {
                flags.workers, flags.model.threads, encoder->path,
                flags.model.model_id.empty()
                    ? ""
-                   : fmt::format(" ({} execution, {})", flags.model.execution, flags.model.dtype),
+                   : fmt::format(" ({} execution, {}, attention {})", flags.model.execution, flags.model.dtype,
+                                 encoder->encoder->info().attention),
                flags.tokenizer);
     fmt::print("- budget: {} {} tokens (seed-greedy: sum); peak memory = process RSS high-water mark above "
                "its level before the run\n\n",
@@ -177,7 +180,8 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--dtype", f->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
   cmd->add_option("--execution", f->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--attn-implementation", f->model.attention, "--model-id: auto, sdpa or eager")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NamesValidator(hf::kAttentionImplementationNames));
   cmd->add_option("--tokenizer", f->tokenizer,
                   "the model's tokenizer.json (default: the directory's; the bundled BERT one with --model)");
   cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads per worker")->capture_default_str();

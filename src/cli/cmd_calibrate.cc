@@ -27,10 +27,12 @@
 #include "cli/calibrate_report.h"
 #include "backend/calibration_file.h"
 #include "cli/commands.h"
+#include "cli/enum_flag.h"
 #include "cli/fail.h"
 #include "cli/model_loader.h"
 #include "tokenbatch/backend/calibration.h"
 #include "tokenbatch/backend/encoder.h"
+#include "tokenbatch/hf/hf_encoder.h"
 
 namespace tokenbatch::cli {
 namespace {
@@ -225,7 +227,8 @@ void AddCalibrateCommand(CLI::App& app) {
   cmd->add_option("--dtype", args->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
   cmd->add_option("--execution", args->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--attn-implementation", args->model.attention, "--model-id: auto, sdpa or eager")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NamesValidator(hf::kAttentionImplementationNames));
   cmd->add_option("--from-json", args->from_json,
                   "re-fit and re-recommend from a calibration JSON written earlier (no model run)")
       ->check(CLI::ExistingFile)

@@ -153,6 +153,12 @@ SimulatedGpu MakeGpu(const SimulateFlags& flags) {
   }
   out.gpu.emplace(
       OrFail(kCommand, sim::GpuModel::Create(out.shape, out.device, options, out.calibration), "the GPU model"));
+  if (flags.device_memory > 0 && out.gpu->activation_budget_bytes() <= 0) {
+    Fail(kCommand, fmt::format("--device-memory {} leaves nothing for activations: the {} model's weights take {} "
+                               "bytes of the {} usable",
+                               flags.device_memory, out.shape.name, out.gpu->weight_bytes(),
+                               out.gpu->usable_bytes()));
+  }
   return out;
 }
 
@@ -284,7 +290,8 @@ void AddSimulateCommand(CLI::App& app) {
   CLI::Option* device = cmd->add_option("--device", f->device, "a10g, rtx4090, l4, h100, h200");
   CLI::Option* device_memory =
       cmd->add_option("--device-memory", f->device_memory,
-                      "cap the --device's memory at this many bytes (e.g. 24GB), as bench --cuda-memory-limit caps a GPU")
+                      "cap the --device's memory at this many bytes (e.g. 24GB: decimal units, as the presets' datasheet sizes), "
+                      "as bench --cuda-memory-limit caps a GPU; 0 = the datasheet's")
           ->transform(CLI::AsSizeValue(true));
   CLI::Option* model = cmd->add_option("--model", f->model, "model shape: qwen3-0.6b or minilm");
   CLI::Option* attention = cmd->add_option("--attention", f->attention, "eager (padded, L² scores) or flash (varlen)")

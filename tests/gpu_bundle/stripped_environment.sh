@@ -32,8 +32,8 @@ env -i PATH=/usr/bin:/bin HOME="$OUT/home" HF_HUB_OFFLINE=1 TOKENBATCH_TORCH_PYT
 # Another torch: a Python that reports another version.
 cat > "$OUT/other-torch-python" <<'PY'
 #!/bin/sh
-echo 2.99.0+cpu
-echo /nonexistent/torch
+echo "a warning printed while importing"
+echo tokenbatch-torch 2.99.0+cpu /nonexistent/torch
 PY
 chmod +x "$OUT/other-torch-python"
 if message="$(env -i PATH=/usr/bin:/bin TOKENBATCH_TORCH_PYTHON="$OUT/other-torch-python" \
