@@ -11,7 +11,7 @@
 // It returns the last hidden state: [T, H] packed, [B, Lmax, H] padded.
 //
 // Attention runs on the kernel chosen at load (ChooseAttentionKernel, in
-// attention_kernel.cc): explicit matmuls ("eager", every libtorch), or with
+// attention.cc; the fused calls are in fused_attention.cc): explicit matmuls ("eager", every libtorch), or with
 // libtorch >= 2 the fused kernels, which never hold the B x heads x L x L scores
 // in memory: scaled_dot_product_attention, and on CUDA over the packed layout
 // FlashAttention's and xFormers' variable-length kernels (one launch over all
