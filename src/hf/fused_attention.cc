@@ -33,18 +33,12 @@ namespace {
 constexpr bool kVarlenSchemasKnown =
     std::string_view(at::_ops::_flash_attention_forward::schema_str) == kFlashAttentionForwardSchema &&
     std::string_view(at::_ops::_efficient_attention_forward::schema_str) == kEfficientAttentionForwardSchema;
-#else
-constexpr bool kVarlenSchemasKnown = false;
-#endif
 
-#if TOKENBATCH_HAS_VARLEN_OPS
 // The xFormers kernel's custom_mask_type values (its CustomMaskType enum):
 // none, and causal aligned to each sequence's first token.
 constexpr int64_t kNoCustomMask = 0;
 constexpr int64_t kCausalFromTopLeft = 1;
-#endif
 
-#if TOKENBATCH_HAS_VARLEN_OPS
 // The calls are templates over the tensor type so that they are looked up, and
 // type-checked, only when instantiated: a torch whose private signatures differ
 // compiles them out instead of failing the build.
@@ -76,6 +70,8 @@ Tensor EfficientVarlen(const Tensor& q, const Tensor& k, const Tensor& v, const 
   }
 }
 #else
+constexpr bool kVarlenSchemasKnown = false;
+
 template <typename Tensor>
 Tensor FlashVarlen(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int64_t, bool) {
   throw std::logic_error("flash_varlen attention needs libtorch >= 2");
