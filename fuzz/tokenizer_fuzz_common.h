@@ -37,11 +37,13 @@ inline void CheckEncodings(const tokenizer::Tokenizer& tok, std::string_view tex
   (void)tok.Decode(full->ids, /*skip_special_tokens=*/false);
 
   const size_t pair_limit = tok.NumPairSpecialTokens() + full->ids.size() + 2;
-  for (const auto side : {tokenizer::PairTruncationSide::kRight, tokenizer::PairTruncationSide::kLeft}) {
-    const auto pair = tok.EncodePair(text, second, {.max_tokens = pair_limit, .side = side});
-    if (pair.ok()) {
-      FUZZ_CHECK(pair->ids.size() <= pair_limit);
-      FUZZ_CHECK(pair->type_ids.size() == pair->ids.size());
+  for (const auto truncation : {tokenizer::PairTruncation::kLongestFirst, tokenizer::PairTruncation::kOnlySecond}) {
+    for (const auto side : {tokenizer::PairTruncationSide::kRight, tokenizer::PairTruncationSide::kLeft}) {
+      const auto pair = tok.EncodePair(text, second, {.max_tokens = pair_limit, .side = side, .truncation = truncation});
+      if (pair.ok()) {
+        FUZZ_CHECK(pair->ids.size() <= pair_limit);
+        FUZZ_CHECK(pair->type_ids.size() == pair->ids.size());
+      }
     }
   }
 }

@@ -145,20 +145,33 @@ def decode_cases(tok, config):
 
 
 def pair_cases(tok, texts):
-    """encode(first, second) of consecutive texts, whole and cut "only_second" to a
-    few limits from either side, as dicts (see the module doc)."""
+    """encode(first, second) of consecutive texts, whole and cut to a few limits
+    from either side, "only_second" and "longest_first", as dicts (see the
+    module doc). Hugging Face also builds every overflowing piece of a cut
+    pair, both texts' pieces crossed for longest_first, which grows with the
+    product of the lengths: longest_first is asked only of pairs of at most
+    LONGEST_FIRST_MAX_TOKENS tokens together."""
     out = []
+    limits = ((0, "right", "longest_first"), (64, "right", "only_second"), (64, "left", "only_second"),
+              (16, "right", "only_second"), (64, "right", "longest_first"), (64, "left", "longest_first"),
+              (32, "right", "longest_first"))
     for k in range(min(len(texts) - 1, 120)):
         first, second = texts[k], texts[k + 1]
-        for max_length, side in ((0, "right"), (64, "right"), (64, "left"), (16, "right")):
+        whole = 0
+        for max_length, side, strategy in limits:
+            if max_length and strategy == "longest_first" and whole > LONGEST_FIRST_MAX_TOKENS:
+                continue
             if max_length:
-                tok.enable_truncation(max_length, strategy="only_second", direction=side)
+                tok.enable_truncation(max_length, strategy=strategy, direction=side)
             else:
                 tok.no_truncation()
-            case = {"name": f"{first['name']} + {second['name']}", "max_length": max_length, "side": side}
+            case = {"name": f"{first['name']} + {second['name']}", "max_length": max_length, "side": side,
+                    "strategy": strategy}
             try:
                 e = tok.encode(first["text"], second["text"])
                 case.update(ids=e.ids, type_ids=e.type_ids)
+                if not max_length:
+                    whole = len(e.ids)
             except Exception as e:  # only_second cannot cut enough: Hugging Face refuses
                 if "Truncation error" not in str(e):
                     raise
@@ -166,6 +179,9 @@ def pair_cases(tok, texts):
             out.append(case)
     tok.no_truncation()
     return out
+
+
+LONGEST_FIRST_MAX_TOKENS = 400
 
 
 # The real XLM-R tokenizer.json that scripts/fetch_models.sh unpacks (multilingual-e5-small).

@@ -106,7 +106,7 @@ std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* fi
   return std::nullopt;
 }
 
-std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, TruncationDirection& out) {
+std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, std::optional<TruncationDirection>& out) {
   std::string direction;
   if (auto e = GetString(body, "truncation_direction", direction)) return e;
   if (direction.empty() && !body.Find("truncation_direction")) return std::nullopt;

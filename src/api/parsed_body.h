@@ -89,7 +89,7 @@ std::optional<ApiError> GetBoundedInteger(const ParsedBody& body, const char* fi
 
 // TEI's `truncation_direction`: "Right" or "Left", any case (422 otherwise);
 // absent or null leaves `out` as is.
-std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, TruncationDirection& out);
+std::optional<ApiError> GetTruncationDirection(const ParsedBody& body, std::optional<TruncationDirection>& out);
 
 // vLLM's `priority`: an integer in [-kMaxPriority, kMaxPriority], lower values
 // served first (vLLM's convention); the scheduler's levels run the other way, so

@@ -85,6 +85,9 @@ std::function<void()> Router::Info(HttpRequest, Respond reply) {
     nlohmann::json head = {{"id2label", id2label},
                            {"label2id", label2id},
                            {"activation", backend::ScoreActivationName(model.classifier->activation)}};
+    if (model.classifier->labels.size() > 1) {
+      head["label_scoring"] = backend::LabelScoringName(model.classifier->label_scoring);
+    }
     if (!model.architecture.empty()) head["architecture"] = model.architecture;
     model_type = {{model.classifier->labels.size() == 1 ? "reranker" : "classifier", head}};
   }

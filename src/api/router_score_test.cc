@@ -33,7 +33,8 @@ struct Fixture {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;  // the service's, for expected values
 };
 
-Fixture Make(std::vector<std::string> labels) {
+Fixture Make(std::vector<std::string> labels,
+             tokenizer::PairTruncation pair_truncation = tokenizer::PairTruncation::kLongestFirst) {
   Fixture f;
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
   auto again = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
@@ -42,6 +43,7 @@ Fixture Make(std::vector<std::string> labels) {
   f.tokenizer = *std::move(again);
   ServiceOptions options;
   options.batcher.scheduler.max_input_tokens = kMaxInputTokens;
+  options.pair_truncation = pair_truncation;
   auto service = EmbeddingService::Create(options, *std::move(tok),
                                           backend::MakeNoopEncoder({.hidden_size = 4, .labels = std::move(labels)}));
   EXPECT_TRUE(service.ok()) << service.status();
@@ -61,8 +63,9 @@ HttpReply Call(Router& router, std::string target, std::string body) {
 // The noop classifier's first value for ids x_0..x_{n-1} with token types t_i:
 // ((x_0 + 31 n + 7 Σ t_i) mod 97) / 97, here for the pair (query, document) as
 // the tokenizer encodes it (BERT: the document's tokens are type 1).
-double NoopLogit(const tokenizer::Tokenizer& tok, const std::string& query, const std::string& document) {
-  auto enc = tok.EncodePair(query, document);
+double NoopLogit(const tokenizer::Tokenizer& tok, const std::string& query, const std::string& document,
+                 const tokenizer::PairEncodeOptions& options = {}) {
+  auto enc = tok.EncodePair(query, document, options);
   EXPECT_TRUE(enc.ok()) << enc.status();
   const auto n = static_cast<std::int64_t>(enc->ids.size());
   std::int64_t types = 0;
@@ -127,30 +130,55 @@ TEST(RouterScore, RerankScoresEveryPairAndSortsThem) {
   EXPECT_EQ(cohere["results"][0]["index"], ranked[0]["index"]);
 }
 
-TEST(RouterScore, LimitsCutTheDocumentNeverTheQuery) {
+// The x-compute-tokens header of a reply ("" when absent).
+std::string ComputedTokens(const HttpReply& reply) {
+  for (const auto& [name, value] : reply.headers) {
+    if (name == "x-compute-tokens") return value;
+  }
+  return "";
+}
+
+TEST(RouterScore, LimitsCutLongestFirstByDefault) {
   Fixture f = Make({"LABEL_0"});
   ASSERT_TRUE(f.router);
   std::string long_doc, long_query;
   for (int i = 0; i < 60; ++i) long_doc += "word ";
   for (int i = 0; i < 40; ++i) long_query += "query ";
-  // By default the document is cut to the limit.
-  const HttpReply cut = Call(*f.router, "/rerank", json{{"query", "short query"}, {"texts", {long_doc}}}.dump());
-  ASSERT_EQ(cut.status, 200) << cut.body;
-  std::string computed;
-  for (const auto& [name, value] : cut.headers) {
-    if (name == "x-compute-tokens") computed = value;
+  // A pair over the limit is cut to it, the query too when it is long.
+  for (const std::string& query : {std::string("short query"), long_query}) {
+    const HttpReply cut = Call(*f.router, "/rerank", json{{"query", query}, {"texts", {long_doc}}}.dump());
+    ASSERT_EQ(cut.status, 200) << cut.body;
+    EXPECT_EQ(ComputedTokens(cut), std::to_string(kMaxInputTokens));
   }
-  EXPECT_EQ(computed, std::to_string(kMaxInputTokens));
-  // Without truncation the pair is refused; a query that fills the limit always is.
+  // The model sees the pair as the tokenizer cuts it longest_first: the
+  // document's 15 tokens and [SEP] typed 1, not only_second's refusal.
+  const HttpReply raw = Call(*f.router, "/rerank",
+                             json{{"query", long_query}, {"texts", {long_doc}}, {"raw_scores", true}}.dump());
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  EXPECT_DOUBLE_EQ(json::parse(raw.body)[0]["score"].get<double>(),
+                   NoopLogit(*f.tokenizer, long_query, long_doc, {.max_tokens = kMaxInputTokens}));
+  // Without truncation the pair is refused.
   const HttpReply whole =
       Call(*f.router, "/rerank", json{{"query", "short query"}, {"texts", {long_doc}}, {"truncate", false}}.dump());
   EXPECT_EQ(whole.status, 413);
   EXPECT_THAT(whole.body, HasSubstr("send truncate: true"));
+}
+
+TEST(RouterScore, OnlySecondCutsTheDocumentNeverTheQuery) {
+  Fixture f = Make({"LABEL_0"}, tokenizer::PairTruncation::kOnlySecond);
+  ASSERT_TRUE(f.router);
+  std::string long_doc, long_query;
+  for (int i = 0; i < 60; ++i) long_doc += "word ";
+  for (int i = 0; i < 40; ++i) long_query += "query ";
+  const HttpReply cut = Call(*f.router, "/rerank", json{{"query", "short query"}, {"texts", {long_doc}}}.dump());
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(ComputedTokens(cut), std::to_string(kMaxInputTokens));
+  // A query that fills the limit is always refused.
   for (const bool truncate : {true, false}) {
     const HttpReply query =
         Call(*f.router, "/v1/rerank", json{{"query", long_query}, {"documents", {"d"}}, {"truncate", truncate}}.dump());
     EXPECT_EQ(query.status, 413);
-    EXPECT_THAT(query.body, HasSubstr("the query is never truncated")) << truncate;
+    EXPECT_THAT(query.body, HasSubstr("only_second truncation never cuts the query")) << truncate;
   }
 }
 

@@ -19,8 +19,11 @@
 // Scores (sources: sentence-transformers' CrossEncoder.predict and TEI): rerank
 // applies the model's activation (backend::ClassifierInfo::activation: sigmoid for a
 // one-label cross-encoder unless its configuration says otherwise) to the
-// first logit unless raw_scores; predict applies softmax over the labels when
-// there are several, else the activation, unless raw_scores.
+// first logit unless raw_scores; predict applies, unless raw_scores, the
+// activation to a single label and the model's label scoring to several
+// (backend::ClassifierInfo::label_scoring: softmax over the labels, an
+// independent sigmoid per label for a multi-label classifier, or none for a
+// regression model, as transformers' text-classification pipeline does).
 //
 // Errors, each naming the field: 400 malformed JSON or wrong types, 413 more
 // documents than max_client_batch_size, 422 an empty query, an empty document
@@ -51,8 +54,8 @@ struct RerankRequest {
   bool raw_scores = false;
   bool return_documents = false;      // TEI's return_text (default false); return_documents (default true: Jina, vLLM)
   std::optional<std::int64_t> top_n;  // unset: every document
-  std::optional<bool> truncate;       // unset: cut the document (only_second)
-  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  std::optional<bool> truncate;       // unset: cut the pair (ServiceOptions::pair_truncation)
+  std::optional<TruncationDirection> truncation_direction;  // unset: the model's truncation_side
   int priority = 0;  // as EmbedRequest::priority
 };
 
@@ -62,7 +65,7 @@ struct PredictRequest {
   bool batch = false;              // answer a list per input
   bool raw_scores = false;
   std::optional<bool> truncate;
-  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  std::optional<TruncationDirection> truncation_direction;  // unset: the model's truncation_side
   int priority = 0;
 };
 

@@ -147,6 +147,20 @@ TEST(ScoreApi, ScoresApplyTheModelsActivationOrSoftmax) {
   EXPECT_EQ(PredictScores({1.0f, 2.0f, 3.0f}, three, true), (std::vector<double>{1.0, 2.0, 3.0}));
 }
 
+TEST(ScoreApi, SeveralLabelsAreScoredAsTheProblemTypeSays) {
+  backend::ClassifierInfo multi{.labels = {"a", "b", "c"},
+                                .activation = backend::ScoreActivation::kIdentity,
+                                .label_scoring = backend::LabelScoring::kSigmoid};
+  const std::vector<double> sig = PredictScores({0.25f, -1.0f, 3.0f}, multi, false);
+  ASSERT_EQ(sig.size(), 3u);
+  EXPECT_DOUBLE_EQ(sig[0], 1.0 / (1.0 + std::exp(-0.25)));
+  EXPECT_DOUBLE_EQ(sig[1], 1.0 / (1.0 + std::exp(1.0)));
+  EXPECT_GT(sig[0] + sig[1] + sig[2], 1.5);  // independent, not a distribution
+  EXPECT_EQ(PredictScores({0.25f, -1.0f, 3.0f}, multi, true), (std::vector<double>{0.25, -1.0, 3.0}));
+  multi.label_scoring = backend::LabelScoring::kIdentity;
+  EXPECT_EQ(PredictScores({0.25f, -1.0f, 3.0f}, multi, false), (std::vector<double>{0.25, -1.0, 3.0}));
+}
+
 TEST(ScoreApi, RerankAnswersAreSortedCutAndShaped) {
   const backend::ClassifierInfo model{.labels = {"LABEL_0"}, .activation = backend::ScoreActivation::kIdentity};
   RerankRequest tei{.query = "q", .documents = {"d0", "d1", "d2"}, .return_documents = true};

@@ -55,6 +55,11 @@ std::vector<double> PredictScores(const std::vector<float>& logits, const backen
     out[0] = Activate(out[0], model.activation);
     return out;
   }
+  if (model.label_scoring == backend::LabelScoring::kIdentity) return out;
+  if (model.label_scoring == backend::LabelScoring::kSigmoid) {
+    for (double& x : out) x = Activate(x, backend::ScoreActivation::kSigmoid);
+    return out;
+  }
   // Softmax, shifted by the largest logit so that exp cannot overflow.
   const double top = *std::max_element(out.begin(), out.end());
   double total = 0;

@@ -23,7 +23,7 @@ using simdjson::dom::element;
 // TEI's truncate and truncation_direction, and vLLM's priority: the fields the
 // rerank and predict bodies share with /embed.
 std::optional<ApiError> GetTruncation(const ParsedBody& j, std::optional<bool>& truncate,
-                                      TruncationDirection& direction, int& priority) {
+                                      std::optional<TruncationDirection>& direction, int& priority) {
   if (auto e = GetBool(j, "truncate", truncate)) return e;
   if (auto e = request_body::GetTruncationDirection(j, direction)) return e;
   return request_body::GetPriority(j, priority);

@@ -142,6 +142,11 @@ void AddServeCommand(CLI::App& app) {
                     "\"truncate\": false (default true, as TEI; false with --oversize split) [TEI env: AUTO_TRUNCATE]")
           ->envname("TOKENBATCH_AUTO_TRUNCATE");
   tei_envs->emplace_back(auto_truncate, "AUTO_TRUNCATE");
+  opt("--pair-truncation", args->pair_truncation,
+      "a cross-encoder's (query, document) pair over the model's limit: longest_first cuts the longer text first, "
+      "then both (as sentence-transformers' CrossEncoder and TEI); only_second cuts the document only and refuses a "
+      "query that leaves it no room")
+      ->check(NamesValidator(tokenizer::kPairTruncationNames));
   opt("--max-concurrent-requests", args->max_concurrent_requests, "HTTP requests handled at once (429 beyond)",
       "MAX_CONCURRENT_REQUESTS");
   opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)",

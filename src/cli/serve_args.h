@@ -64,6 +64,8 @@ struct ServeArgs {
   // long inputs reach the scheduler whole and are split into windows.
   bool auto_truncate = true;
   bool auto_truncate_given = false;
+  std::string pair_truncation =
+      std::string(tokenizer::kPairTruncationNames.Name(server::ServiceOptions{}.pair_truncation));
   std::vector<std::string> cors_allow_origins;
   std::size_t max_concurrent_requests = server::ServerOptions{}.max_concurrent_requests;
   std::size_t max_client_batch_size = server::ServerOptions{}.max_client_batch_size;

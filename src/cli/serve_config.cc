@@ -270,6 +270,23 @@ absl::StatusOr<ServeConfig> ResolveServeConfig(const ServeArgs& a, const ServeFi
     c.service.auto_truncate = a.auto_truncate;
   }
   if (absl::Status st = SetPrompts(a, files, c.service); !st.ok()) return st;
+  absl::StatusOr<tokenizer::PairTruncation> pair_truncation = tokenizer::kPairTruncationNames.Parse(a.pair_truncation);
+  if (!pair_truncation.ok()) return Named("--pair-truncation", pair_truncation.status());
+  c.service.pair_truncation = *pair_truncation;
+  if (files.directory) {
+    // The directory's tokenizer settings hold whichever tokenizer.json is
+    // loaded: they are how the model's references preprocess its input.
+    c.tokenizer_options = files.directory->tokenizer_options;
+    if (files.directory->truncate_left) c.service.truncation_direction = server::TruncationDirection::kLeft;
+    // transformers >= 5 (and so sentence-transformers) computes in the
+    // checkpoint's dtype by default; tokenbatch in --dtype, as TEI does.
+    const std::string& saved = files.directory->torch_dtype;
+    if (c.encoder.kind == EncoderChoice::Kind::kHfDirectory && !saved.empty() && saved != c.encoder.hf.dtype) {
+      c.warnings.push_back(fmt::format(
+          "config.json says dtype {}, which sentence-transformers computes in; serving in --dtype {}", saved,
+          c.encoder.hf.dtype));
+    }
+  }
   absl::StatusOr<ShutdownMode> mode = kShutdownModeNames.Parse(a.shutdown);
   if (!mode.ok()) return Named("--shutdown", mode.status());
   c.service.batcher.shutdown_on_destroy = *mode;

@@ -41,6 +41,8 @@ struct ServeConfig {
   server::ServerOptions server;
   EncoderChoice encoder;
   std::string tokenizer;  // the tokenizer.json to load
+  // How to load it: the model directory's do_lower_case and bos/eos settings.
+  tokenizer::LoadOptions tokenizer_options;
   // What is loaded, for messages: the directory or the TorchScript file; "" for noop.
   std::string model_path;
   // After SIGTERM: how long /health answers 503 "draining" before the listener closes.
@@ -61,6 +63,9 @@ struct ModelDirectoryFacts {
   std::map<std::string, std::string> prompts;  // config_sentence_transformers.json's
   std::string default_prompt_name;             // its default_prompt_name
   std::string tokenizer_path;                  // its tokenizer.json; "" when it has none
+  tokenizer::LoadOptions tokenizer_options;    // from hf::ModelDirectory::do_lower_case
+  bool truncate_left = false;                  // its tokenizer_config.json truncation_side is "left"
+  std::string torch_dtype;                     // config.json's dtype / torch_dtype; "" when not given
   std::string name;  // the directory's own name, also when given as "dir/", "dir/." or "."
 };
 

@@ -65,6 +65,34 @@ TEST(ResolveServeConfig, DefaultsServeTheDirectoryPackedWithTeiDefaults) {
   EXPECT_TRUE(c->warnings.empty());
 }
 
+TEST(ResolveServeConfig, TheDirectorysTokenizerSettingsAndPairTruncation) {
+  absl::StatusOr<ServeConfig> plain = ResolveServeConfig(ServeArgs{}, DirectoryFiles());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->tokenizer_options.lowercase);
+  EXPECT_EQ(plain->service.truncation_direction, server::TruncationDirection::kRight);
+  EXPECT_EQ(plain->service.pair_truncation, tokenizer::PairTruncation::kLongestFirst);  // CrossEncoder's and TEI's
+
+  ServeFiles files = DirectoryFiles();
+  files.directory->tokenizer_options.lowercase = true;
+  files.directory->truncate_left = true;
+  files.directory->torch_dtype = "bfloat16";
+  ServeArgs only_second;
+  only_second.pair_truncation = "only_second";
+  absl::StatusOr<ServeConfig> c = ResolveServeConfig(only_second, files);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->tokenizer_options.lowercase);
+  EXPECT_EQ(c->service.truncation_direction, server::TruncationDirection::kLeft);
+  EXPECT_EQ(c->service.pair_truncation, tokenizer::PairTruncation::kOnlySecond);
+  ASSERT_EQ(c->warnings.size(), 1u);  // the checkpoint's dtype is not the one served
+  EXPECT_NE(c->warnings[0].find("dtype bfloat16"), std::string::npos) << c->warnings[0];
+
+  ServeArgs bad;
+  bad.pair_truncation = "only_first";
+  absl::StatusOr<ServeConfig> refused = ResolveServeConfig(bad, DirectoryFiles());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("--pair-truncation"), std::string::npos) << refused.status();
+}
+
 TEST(ResolveServeConfig, EncoderChoices) {
   ServeArgs noop;
   noop.backend = "noop";

@@ -34,6 +34,9 @@ absl::StatusOr<ModelDirectoryFacts> ReadDirectory(const ServeArgs& args, const s
   return ModelDirectoryFacts{.prompts = m->prompts,
                              .default_prompt_name = m->default_prompt_name,
                              .tokenizer_path = m->tokenizer_path,
+                             .tokenizer_options = {.lowercase = m->do_lower_case},
+                             .truncate_left = m->truncate_left,
+                             .torch_dtype = m->config.torch_dtype,
                              .name = name.filename().string()};
 #else
   (void)args;

@@ -88,7 +88,7 @@ void RunServe(const ServeConfig& config) {
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
 
-  auto tok = OrFail(kServeCommand, tokenizer::Tokenizer::FromFile(config.tokenizer),
+  auto tok = OrFail(kServeCommand, tokenizer::Tokenizer::FromFile(config.tokenizer, config.tokenizer_options),
                     "loading tokenizer " + config.tokenizer);
   absl::StatusOr<std::unique_ptr<backend::Encoder>> loaded = LoadServeEncoder(config, *tok);
   if (!loaded.ok()) Fail(kServeCommand, std::string(loaded.status().message()));

@@ -72,21 +72,13 @@ class Bert final : public Transformer {
       at::Tensor context = Attention(batch, qkv[0].reshape(head_shape), qkv[1].reshape(head_shape),
                                      qkv[2].reshape(head_shape), /*causal=*/false);
       x = at::layer_norm(at::linear(context, l.out_w, l.out_b) + x, {h}, l.ln1_w, l.ln1_b, eps);
-      at::Tensor up = Activation(at::linear(x, l.up_w, l.up_b));
+      at::Tensor up = HiddenActivation(config_.hidden_act, at::linear(x, l.up_w, l.up_b));
       x = at::layer_norm(at::linear(up, l.down_w, l.down_b) + x, {h}, l.ln2_w, l.ln2_b, eps);
     }
     return x;
   }
 
  private:
-  at::Tensor Activation(const at::Tensor& x) const {
-    const std::string& act = config_.hidden_act;
-    if (act == "gelu") return at::gelu(x);
-    if (act == "gelu_new" || act == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
-    if (act == "relu") return at::relu(x);
-    return at::silu(x);
-  }
-
   ArchitectureConfig config_;
   at::Tensor word_, position_, type_, emb_ln_w_, emb_ln_b_;
   std::vector<Layer> layers_;

@@ -73,7 +73,26 @@ absl::StatusOr<std::optional<ClassifierHead>> ParseClassifierHead(std::string_vi
       head.labels[id] = name.get<std::string>();
     }
   } else {
-    head.labels = {"LABEL_0", "LABEL_1"};
+    int64_t num_labels = 2;
+    if (auto n = config.find("num_labels"); n != config.end() && !n->is_null()) {
+      if (!n->is_number_integer() || n->get<int64_t>() < 1 || n->get<int64_t>() > 65536) {
+        return Bad(source, absl::StrCat("num_labels must be an integer from 1 to 65536, got ", n->dump()));
+      }
+      num_labels = n->get<int64_t>();
+    }
+    for (int64_t i = 0; i < num_labels; ++i) head.labels.push_back(absl::StrCat("LABEL_", i));
+  }
+  if (auto it = config.find("problem_type"); it != config.end() && !it->is_null()) {
+    const std::string type = it->is_string() ? it->get<std::string>() : it->dump();
+    if (type == "multi_label_classification") {
+      head.label_scoring = backend::LabelScoring::kSigmoid;
+    } else if (type == "regression") {
+      head.label_scoring = backend::LabelScoring::kIdentity;
+    } else if (type != "single_label_classification") {
+      return Bad(source, absl::StrCat("problem_type \"", type,
+                                      "\" is not supported (supported: single_label_classification, "
+                                      "multi_label_classification, regression)"));
+    }
   }
   // The activation: the CrossEncoder's saved setting, newest location first.
   std::string path;

@@ -61,6 +61,45 @@ TEST(ClassifierHeadTest, ActivationFollowsCrossEncoderNewestSettingFirst) {
             ScoreActivation::kSigmoid);
 }
 
+TEST(ClassifierHeadTest, NumLabelsWithoutId2LabelGivesThatManyDefaultLabels) {
+  json config = Config("BertForSequenceClassification", "bert");
+  EXPECT_EQ((*Parse(config))->labels, (std::vector<std::string>{"LABEL_0", "LABEL_1"}));  // transformers' default
+  config["num_labels"] = 1;  // how most rerankers are saved
+  auto one = Parse(config);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)->labels, (std::vector<std::string>{"LABEL_0"}));
+  EXPECT_EQ((*one)->activation, ScoreActivation::kSigmoid);
+  config["num_labels"] = 3;
+  EXPECT_EQ((*Parse(config))->labels, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  // id2label wins over a num_labels that disagrees, as in transformers.
+  config["id2label"] = {{"0", "no"}, {"1", "yes"}};
+  EXPECT_EQ((*Parse(config))->labels, (std::vector<std::string>{"no", "yes"}));
+  config.erase("id2label");
+  for (const json& bad : {json(0), json(-1), json("3"), json(1.5), json(70000)}) {
+    config["num_labels"] = bad;
+    auto refused = Parse(config);
+    ASSERT_FALSE(refused.ok()) << bad.dump();
+    EXPECT_NE(refused.status().message().find("num_labels"), std::string::npos) << refused.status();
+  }
+}
+
+TEST(ClassifierHeadTest, ProblemTypeDecidesHowSeveralLabelsAreScored) {
+  json config = Config("BertForSequenceClassification", "bert");
+  config["num_labels"] = 3;
+  EXPECT_EQ((*Parse(config))->label_scoring, backend::LabelScoring::kSoftmax);
+  config["problem_type"] = "single_label_classification";
+  EXPECT_EQ((*Parse(config))->label_scoring, backend::LabelScoring::kSoftmax);
+  config["problem_type"] = "multi_label_classification";
+  EXPECT_EQ((*Parse(config))->label_scoring, backend::LabelScoring::kSigmoid);
+  config["problem_type"] = "regression";
+  EXPECT_EQ((*Parse(config))->label_scoring, backend::LabelScoring::kIdentity);
+  config["problem_type"] = "ranking";
+  auto refused = Parse(config);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("problem_type \"ranking\" is not supported"), std::string::npos)
+      << refused.status();
+}
+
 TEST(ClassifierHeadTest, ErrorsNameTheFieldAndWhatIsSupported) {
   auto other = Parse(Config("DebertaV2ForSequenceClassification", "deberta-v2"));
   ASSERT_FALSE(other.ok());

@@ -363,6 +363,7 @@ backend::EncoderInfo HfEncoder::info() const {
   if (m.classifier) {
     info.classifier = backend::ClassifierInfo{.labels = m.classifier->labels,
                                               .activation = m.classifier->activation,
+                                              .label_scoring = m.classifier->label_scoring,
                                               .token_types = m.config.type_vocab_size > 1};
   } else {
     info.pooling = std::string(backend::PoolingName(impl_->pooling));

@@ -1,138 +1,25 @@
 #include "tokenbatch/hf/model_directory.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "hf/json_fields.h"
+#include "hf/st_modules.h"
 #include "nlohmann/json.hpp"
-#include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::hf {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-absl::Status Bad(std::string_view source, std::string_view what) {
-  return InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
-}
-
-// The JSON object in `path`; a null json if the file is absent and `optional`.
-absl::StatusOr<json> ReadJsonObject(const fs::path& path, bool optional) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    if (optional) return json();
-    return Bad(path.string(), "missing");
-  }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Bad(path.string(), "not a JSON object");
-  return j;
-}
-
-// Reads `key` of `j` into `out` if present. Integers must be > 0 when `positive`
-// (else >= 0); numbers must be finite and > 0.
-absl::Status ReadInt(const json& j, const char* key, int64_t& out, std::string_view source, bool positive = true) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_number_integer() || it->get<int64_t>() < (positive ? 1 : 0)) {
-    return Bad(source, absl::StrCat(key, " must be an integer ", positive ? "> 0" : ">= 0", ", got ", it->dump()));
-  }
-  out = it->get<int64_t>();
-  return absl::OkStatus();
-}
-
-absl::Status ReadPositive(const json& j, const char* key, double& out, std::string_view source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e300) {
-    return Bad(source, absl::StrCat(key, " must be a positive number, got ", it->dump()));
-  }
-  out = it->get<double>();
-  return absl::OkStatus();
-}
-
-// Reads boolean `key` into `out` if present and not null; a non-boolean is an error.
-absl::Status ReadBool(const json& j, const char* key, bool& out, std::string_view source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_boolean()) return Bad(source, absl::StrCat(key, " must be true or false, got ", it->dump()));
-  out = it->get<bool>();
-  return absl::OkStatus();
-}
-
-// Reads string `key` into `out` if present and not null; a non-string is an error.
-absl::Status ReadOptionalString(const json& j, const char* key, std::string& out, std::string_view source) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_string()) return Bad(source, absl::StrCat(key, " must be a string, got ", it->dump()));
-  out = it->get<std::string>();
-  return absl::OkStatus();
-}
-
-std::string ReadString(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-absl::StatusOr<backend::Pooling> ReadPooling(const json& j, std::string_view source, bool& include_prompt) {
-  if (j.contains("include_prompt")) {
-    if (!j["include_prompt"].is_boolean()) return Bad(source, "include_prompt must be true or false");
-    include_prompt = j["include_prompt"].get<bool>();
-  }
-  // sentence-transformers >= 6 writes one string; earlier versions one boolean per mode.
-  if (j.contains("pooling_mode")) {
-    const std::string mode = ReadString(j, "pooling_mode");
-    if (mode == "cls") return backend::Pooling::kCls;
-    if (mode == "mean") return backend::Pooling::kMean;
-    if (mode == "lasttoken") return backend::Pooling::kLast;
-    return Bad(source, absl::StrCat("pooling_mode ", j["pooling_mode"].dump(),
-                                    " is not supported (supported: cls, mean, lasttoken)"));
-  }
-  auto flag = [&](const char* key) { return j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); };
-  static constexpr const char* kUnsupported[] = {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-                                                 "pooling_mode_weightedmean_tokens"};
-  for (const char* key : kUnsupported) {
-    if (flag(key)) return Bad(source, absl::StrCat(key, " is not supported (supported: cls, mean, lasttoken)"));
-  }
-  const bool cls = flag("pooling_mode_cls_token");
-  const bool mean = flag("pooling_mode_mean_tokens");
-  const bool last = flag("pooling_mode_lasttoken");
-  if (int(cls) + int(mean) + int(last) != 1) {
-    return Bad(source, "exactly one of pooling_mode_cls_token, pooling_mode_mean_tokens and pooling_mode_lasttoken "
-                       "must be true (sentence-transformers would concatenate several; tokenbatch does not)");
-  }
-  return cls ? backend::Pooling::kCls : mean ? backend::Pooling::kMean : backend::Pooling::kLast;
-}
-
-absl::StatusOr<DenseLayer> ReadDense(const fs::path& dir) {
-  const std::string source = (dir / "config.json").string();
-  absl::StatusOr<json> j = ReadJsonObject(dir / "config.json", false);
-  if (!j.ok()) return j.status();
-  DenseLayer d;
-  d.dir = dir.string();
-  if (absl::Status s = ReadInt(*j, "in_features", d.in_features, source); !s.ok()) return s;
-  if (absl::Status s = ReadInt(*j, "out_features", d.out_features, source); !s.ok()) return s;
-  if (d.in_features == 0 || d.out_features == 0) return Bad(source, "needs in_features and out_features");
-  if (absl::Status s = ReadBool(*j, "bias", d.bias, source); !s.ok()) return s;
-  // sentence-transformers' Dense defaults to Tanh.
-  std::string act = "torch.nn.modules.activation.Tanh";
-  if (absl::Status s = ReadOptionalString(*j, "activation_function", act, source); !s.ok()) return s;
-  if (act == "torch.nn.modules.linear.Identity") {
-    d.activation = "identity";
-  } else if (act == "torch.nn.modules.activation.Tanh") {
-    d.activation = "tanh";
-  } else {
-    return Bad(source, absl::StrCat("activation_function \"", act,
-                                    "\" is not supported (supported: torch.nn.modules.linear.Identity, "
-                                    "torch.nn.modules.activation.Tanh)"));
-  }
-  return d;
-}
+using namespace json_fields;  // NOLINT: the readers are this file's vocabulary
+using st_modules::ReadDense;
+using st_modules::ReadPooling;
+using st_modules::ReadTokenizerConfig;
 
 }  // namespace
 
@@ -201,10 +88,10 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
   c.torch_dtype = ReadString(j, "torch_dtype");
   if (c.torch_dtype.empty()) c.torch_dtype = ReadString(j, "dtype");
 
-  if (c.hidden_act != "gelu" && c.hidden_act != "gelu_new" && c.hidden_act != "gelu_pytorch_tanh" &&
-      c.hidden_act != "relu" && c.hidden_act != "silu") {
-    return Bad(source, absl::StrCat("hidden_act \"", c.hidden_act,
-                                    "\" is not supported (supported: gelu, gelu_new, gelu_pytorch_tanh, relu, silu)"));
+  if (std::find(kHiddenActivations.begin(), kHiddenActivations.end(), c.hidden_act) == kHiddenActivations.end()) {
+    std::string supported;
+    for (std::string_view name : kHiddenActivations) supported += (supported.empty() ? "" : ", ") + std::string(name);
+    return Bad(source, absl::StrCat("hidden_act \"", c.hidden_act, "\" is not supported (supported: ", supported, ")"));
   }
   if (qwen) {
     if (c.head_dim == 0) {
@@ -219,11 +106,9 @@ absl::StatusOr<ArchitectureConfig> ParseArchitectureConfig(std::string_view text
     if (c.head_dim > 4096 || c.num_key_value_heads > c.num_attention_heads) {
       return Bad(source, "head_dim must be <= 4096 and num_key_value_heads <= num_attention_heads");
     }
-    if (c.hidden_act != "silu") {
-      return Bad(source, absl::StrCat("hidden_act \"", c.hidden_act, "\" is not supported for qwen3 (only silu)"));
-    }
     if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-      return Bad(source, "rope_scaling is not supported (only plain RoPE)");
+      return Bad(source, absl::StrCat("rope_scaling ", j["rope_scaling"].dump(),
+                                      " is not supported (only plain RoPE)"));
     }
     if (j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
         j["use_sliding_window"].get<bool>()) {
@@ -326,13 +211,20 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
   int64_t max_seq = 0;
   if (sbert_json->is_object()) {
     if (absl::Status s = ReadInt(*sbert_json, "max_seq_length", max_seq, sbert.string()); !s.ok()) return s;
+    if (absl::Status s = ReadBool(*sbert_json, "do_lower_case", m.do_lower_case, sbert.string());
+        !s.ok()) {
+      return s;
+    }
   }
-  // Without it, sentence-transformers (>= 6) truncates at the tokenizer's
-  // model_max_length; transformers writes a huge sentinel there when unset.
-  if (max_seq == 0) {
-    absl::StatusOr<json> tokenizer_config = ReadJsonObject(fs::path(m.transformer_dir) / "tokenizer_config.json", true);
-    if (!tokenizer_config.ok()) return tokenizer_config.status();
-    if (tokenizer_config->is_object() && tokenizer_config->contains("model_max_length") &&
+  const fs::path tokenizer_config_path = fs::path(m.transformer_dir) / "tokenizer_config.json";
+  absl::StatusOr<json> tokenizer_config = ReadJsonObject(tokenizer_config_path, true);
+  if (!tokenizer_config.ok()) return tokenizer_config.status();
+  if (tokenizer_config->is_object()) {
+    if (absl::Status s = ReadTokenizerConfig(*tokenizer_config, tokenizer_config_path.string(), m); !s.ok()) return s;
+    // Without max_seq_length, sentence-transformers (>= 6) truncates at the
+    // tokenizer's model_max_length; transformers writes a huge sentinel there
+    // when unset, which the position limit below caps.
+    if (max_seq == 0 && tokenizer_config->contains("model_max_length") &&
         (*tokenizer_config)["model_max_length"].is_number_integer() &&
         (*tokenizer_config)["model_max_length"].get<int64_t>() > 0) {
       max_seq = (*tokenizer_config)["model_max_length"].get<int64_t>();

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "nlohmann/json.hpp"
 
@@ -167,9 +168,43 @@ TEST_F(ModelDirectoryTest, WrongTypesAndMissingDefaultsFollowTransformers) {
   EXPECT_NE(Error().find("num_hidden_layers 1000000000000 is above the largest supported"), std::string::npos);
   json qwen = {{"model_type", "qwen3"}, {"vocab_size", 100}, {"hidden_size", 64}, {"num_hidden_layers", 1},
                {"num_attention_heads", 4}, {"intermediate_size", 96}, {"max_position_embeddings", 128},
-               {"hidden_act", "gelu"}};
+               {"hidden_act", "laplace"}};
   Write("config.json", qwen);
-  EXPECT_NE(Error().find("only silu"), std::string::npos);
+  EXPECT_NE(Error().find("hidden_act \"laplace\" is not supported (supported: gelu, "), std::string::npos) << Error();
+  qwen["hidden_act"] = "gelu";  // Qwen3MLP applies ACT2FN[hidden_act] too
+  Write("config.json", qwen);
+  EXPECT_TRUE(ReadModelDirectory(dir_.string()).ok());
+}
+
+TEST_F(ModelDirectoryTest, TokenizerSettingsFollowTransformersAndSentenceTransformers) {
+  WriteSentenceTransformer();
+  auto plain = ReadModelDirectory(dir_.string());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->do_lower_case);
+  EXPECT_FALSE(plain->truncate_left);
+
+  Write("sentence_bert_config.json", {{"max_seq_length", 40}, {"do_lower_case", true}});
+  Write("tokenizer_config.json", {{"truncation_side", "left"}, {"padding_side", "right"}, {"add_eos_token", true}});
+  auto m = ReadModelDirectory(dir_.string());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->do_lower_case);
+  EXPECT_TRUE(m->truncate_left);
+  // BERT's absolute positions would start in left padding: refused.
+  Write("tokenizer_config.json", {{"padding_side", "left"}});
+  EXPECT_NE(Error().find("padding_side \"left\" is not supported for bert"), std::string::npos) << Error();
+
+  for (const auto& [field, value, message] :
+       {std::tuple{"truncation_side", json("middle"), "truncation_side \"middle\" is not supported"},
+        {"padding_side", json(3), "padding_side must be a string"},
+        {"add_eos_token", json("yes"), "add_eos_token must be true or false"}}) {
+    json config = {{"add_bos_token", false}};
+    config[field] = value;
+    Write("tokenizer_config.json", config);
+    EXPECT_NE(Error().find(message), std::string::npos) << field << ": " << Error();
+  }
+  Write("tokenizer_config.json", json::object());
+  Write("sentence_bert_config.json", {{"do_lower_case", "true"}});
+  EXPECT_NE(Error().find("do_lower_case must be true or false"), std::string::npos) << Error();
 }
 
 }  // namespace

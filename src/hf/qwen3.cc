@@ -96,7 +96,7 @@ class Qwen3 final : public Transformer {
       at::Tensor context = Attention(batch, Rotate(q, cos, sin), Rotate(k, cos, sin), v, /*causal=*/true);
       x = x + at::linear(context, l.o_w, l.o_b);
       std::vector<at::Tensor> gate_up = at::linear(RmsNorm(x, l.post_norm, c.rms_norm_eps), l.gate_up_w).chunk(2, -1);
-      x = x + at::linear(at::silu(gate_up[0]) * gate_up[1], l.down_w);
+      x = x + at::linear(HiddenActivation(c.hidden_act, gate_up[0]) * gate_up[1], l.down_w);
     }
     return RmsNorm(x, norm_, c.rms_norm_eps);
   }

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,11 @@
 #include "tokenbatch/hf/safetensors.h"
 
 namespace tokenbatch::hf {
+
+// config.json's hidden_act applied to `x` (any shape, elementwise), as
+// transformers' ACT2FN computes it; one of kHiddenActivations
+// (model_directory.h).
+[[nodiscard]] at::Tensor HiddenActivation(const std::string& name, const at::Tensor& x);
 
 // How a forward computes softmax(q k^T / sqrt(d) + mask) v.
 enum class AttentionKernel {

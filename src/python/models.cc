@@ -88,7 +88,7 @@ class Model {
       if (encoder.ok()) {
         const std::string& path = (*encoder)->model().tokenizer_path;
         tok = path.empty() ? absl::NotFoundError(absl::StrCat(o.model_dir, " has no tokenizer.json"))
-                           : tokenizer::Tokenizer::FromFile(path);
+                           : tokenizer::Tokenizer::FromFile(path, {.lowercase = (*encoder)->model().do_lower_case});
       }
     }
     if (!encoder.ok()) Raise(WithMessagePrefix(encoder.status(), "loading " + o.model_dir + ": "));
@@ -104,6 +104,7 @@ class Model {
     s.tokenizer_threads = o.tokenizer_threads;
     // As sentence-transformers: inputs longer than max_seq_length are cut.
     s.auto_truncate = true;
+    if (dir.truncate_left) s.truncation_direction = server::TruncationDirection::kLeft;
     s.prompts = dir.prompts;
     if (!dir.default_prompt_name.empty()) s.default_prompt = dir.prompts.at(dir.default_prompt_name);
     classifier_ = (*encoder)->info().classifier.has_value();

@@ -153,6 +153,8 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
                                        .max_input_tokens = impl->max_input_tokens,
                                        .hidden_size = backend->hidden_size(),
                                        .auto_truncate = impl->options.auto_truncate,
+                                       .truncation_direction = impl->options.truncation_direction,
+                                       .pair_truncation = impl->options.pair_truncation,
                                        .prompts = impl->options.prompts,
                                        .default_prompt = impl->options.default_prompt};
   if (info.classifier) impl->preparation.cross_encoder_token_types = info.classifier->token_types;

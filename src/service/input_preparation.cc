@@ -95,7 +95,7 @@ absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokeniz
   const InputTokenLimits limits{
       .vocab_size = how.vocab_size,
       .truncate_to = request.truncate.value_or(how.auto_truncate) ? how.max_input_tokens : 0,
-      .direction = request.truncation_direction};
+      .direction = request.truncation_direction.value_or(how.truncation_direction)};
   absl::StatusOr<Prompt> prompt = ResolvePrompt(tokenizer, how, request);
   if (!prompt.ok()) return prompt.status();
   const bool prompt_named = request.prompt_name.has_value() && !request.prompt_name->empty();
@@ -120,13 +120,12 @@ absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokeniz
     } else if (!cross_encoder) {
       ids = InvalidArgumentError("a (query, document) pair needs a cross-encoder model; this one embeds");
     } else {
-      // sentence-transformers' CrossEncoder cuts "longest_first", which agrees
-      // with this only_second cut while the query is at most half the room.
       ids = PairToTokens(tokenizer, in,
                          PairTokenLimits{.vocab_size = how.vocab_size,
                                          .max_input_tokens = how.max_input_tokens,
                                          .truncate = request.truncate.value_or(true),
-                                         .direction = request.truncation_direction,
+                                         .truncation = how.pair_truncation,
+                                         .direction = limits.direction,
                                          .token_types = *how.cross_encoder_token_types});
     }
     if (!ids.ok()) return WithMessagePrefix(ids.status(), absl::StrCat("input[", i, "]: "));

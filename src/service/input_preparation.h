@@ -28,6 +28,9 @@ struct InputPreparation {
   std::int64_t max_input_tokens = 0;  // what a truncation cuts to; 0 = never cut
   int hidden_size = 0;                // a request's dimensions must be in [0, hidden_size]
   bool auto_truncate = false;         // EmbedRequest::truncate when unset (ServiceOptions)
+  // EmbedRequest::truncation_direction when unset (ServiceOptions).
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  tokenizer::PairTruncation pair_truncation = tokenizer::PairTruncation::kLongestFirst;  // ServiceOptions
   std::map<std::string, std::string> prompts;  // by name (ServiceOptions::prompts)
   std::string default_prompt;                  // when a request names none; "" = none
   // Each prompt text's token count (sentence-transformers' prompt_length), or
@@ -62,11 +65,12 @@ void CountPromptTokens(const tokenizer::Tokenizer& tokenizer, InputPreparation& 
 //     (sentence-transformers' prompt_length), shrunk by what a left truncation
 //     cut of it and kept below the input's length;
 //   - a text is cut to how.max_input_tokens when the request's truncate (else
-//     how.auto_truncate) says so, from request.truncation_direction's end,
+//     how.auto_truncate) says so, from request.truncation_direction's end
+//     (else how.truncation_direction's),
 //     keeping its special tokens;
-//   - a pair goes through PairToTokens, its document cut unless truncate is
-//     false (whatever auto_truncate says: a cross-encoder cuts pairs by
-//     default);
+//   - a pair goes through PairToTokens, cut as how.pair_truncation says unless
+//     truncate is false (whatever auto_truncate says: a cross-encoder cuts
+//     pairs by default);
 //   - normalize and dimensions are copied to every input; special_prefix and
 //     special_suffix are the tokenizer's special ends.
 // Errors (the first; "input[i]: " before the message when one input is the

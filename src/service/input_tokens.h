@@ -42,20 +42,22 @@ struct InputTokens {
 struct PairTokenLimits {
   std::int64_t vocab_size = 0;        // as InputTokenLimits::vocab_size
   std::int64_t max_input_tokens = 0;  // the model's limit, special tokens included; 0 = none
-  // Cut the second text (the document) to max_input_tokens; else a longer pair
-  // is refused. The first text (the query) is never cut.
+  // Cut the pair to max_input_tokens as `truncation` says; else a longer pair
+  // is refused.
   bool truncate = true;
-  TruncationDirection direction = TruncationDirection::kRight;  // which end of the document
+  tokenizer::PairTruncation truncation = tokenizer::PairTruncation::kLongestFirst;
+  TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
   bool token_types = false;                                     // fill InputTokens::token_type_ids
 };
 
 // The ids of `input` (text and text_pair) through the tokenizer's pair template
-// (Tokenizer::EncodePair, truncation "only_second"); specials are 0, 0, since a
-// pair is never windowed. Errors: InvalidArgument for invalid UTF-8 (naming the
-// query or the document), a tokenizer without a supported pair template, or ids
-// outside the vocabulary; Oversize when the query alone (with the template's
-// special tokens) leaves no room for a document token within max_input_tokens,
-// or, without truncate, when the pair is longer than max_input_tokens.
+// (Tokenizer::EncodePair, cut as limits.truncation says); specials are 0, 0,
+// since a pair is never windowed. Errors: InvalidArgument for invalid UTF-8
+// (naming the query or the document), a tokenizer without a supported pair
+// template, or ids outside the vocabulary; Oversize when, for only_second, the
+// query alone (with the template's special tokens) leaves no room for a
+// document token within max_input_tokens, or, without truncate, when the pair
+// is longer than max_input_tokens.
 [[nodiscard]] absl::StatusOr<InputTokens> PairToTokens(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
                                                        const PairTokenLimits& limits);
 

@@ -12,7 +12,7 @@ absl::Status QueryTooLong(const tokenizer::Tokenizer& tokenizer, std::size_t que
   return OversizeError(absl::StrCat("the query's ", query_tokens, " tokens and the pair template's ",
                                     tokenizer.NumPairSpecialTokens(), " special tokens leave no room for the ",
                                     "document within the model's limit of ", limit,
-                                    " tokens; the query is never truncated"));
+                                    " tokens; only_second truncation never cuts the query"));
 }
 
 }  // namespace
@@ -20,24 +20,29 @@ absl::Status QueryTooLong(const tokenizer::Tokenizer& tokenizer, std::size_t que
 absl::StatusOr<InputTokens> PairToTokens(const tokenizer::Tokenizer& tokenizer, const EmbedInput& input,
                                          const PairTokenLimits& limits) {
   if (input.is_ids || !input.text_pair.has_value()) return InvalidArgumentError("a pair needs two texts");
-  // The query first, whether or not the document may be cut: the template's
-  // specials and the query must leave room for a document token. Encoded once,
-  // and paired with the document from its ids.
+  // The query first, encoded once and paired with the document from its ids.
+  // For only_second, whether or not the document may be cut, the template's
+  // specials and the query must leave room for a document token.
+  const bool only_second = limits.truncation == tokenizer::PairTruncation::kOnlySecond;
   const absl::StatusOr<tokenizer::Encoding> query =
-      tokenizer.Encode(input.text, {.add_special_tokens = false, .with_offsets = false});
+      tokenizer.Encode(input.text, {.add_special_tokens = false, .with_offsets = false, .with_word_ends = true});
   if (!query.ok()) return tokenbatch::InvalidArgumentError(absl::StrCat("query: ", query.status().message()));
-  if (limits.max_input_tokens > 0 &&
+  if (only_second && limits.max_input_tokens > 0 &&
       static_cast<std::int64_t>(query->ids.size() + tokenizer.NumPairSpecialTokens()) >= limits.max_input_tokens) {
     return QueryTooLong(tokenizer, query->ids.size(), limits.max_input_tokens);
   }
   const tokenizer::PairEncodeOptions options{
       .max_tokens = limits.truncate ? static_cast<std::size_t>(limits.max_input_tokens) : 0,
       .side = limits.direction == TruncationDirection::kLeft ? tokenizer::PairTruncationSide::kLeft
-                                                             : tokenizer::PairTruncationSide::kRight};
-  absl::StatusOr<tokenizer::Encoding> enc = tokenizer.EncodePair(query->ids, *input.text_pair, options);
+                                                             : tokenizer::PairTruncationSide::kRight,
+      .truncation = limits.truncation};
+  absl::StatusOr<tokenizer::Encoding> enc = tokenizer.EncodePair(*query, *input.text_pair, options);
   if (!enc.ok()) {
     if (enc.status().code() == absl::StatusCode::kOutOfRange) {
-      return QueryTooLong(tokenizer, query->ids.size(), limits.max_input_tokens);
+      if (only_second) return QueryTooLong(tokenizer, query->ids.size(), limits.max_input_tokens);
+      return OversizeError(absl::StrCat("the model's limit of ", limits.max_input_tokens,
+                                        " tokens is below the pair template's ", tokenizer.NumPairSpecialTokens(),
+                                        " special tokens"));
     }
     // "second text: ..." names the document.
     const absl::string_view m = enc.status().message();
@@ -48,7 +53,7 @@ absl::StatusOr<InputTokens> PairToTokens(const tokenizer::Tokenizer& tokenizer, 
   if (limits.max_input_tokens > 0 && static_cast<std::int64_t>(enc->ids.size()) > limits.max_input_tokens) {
     return OversizeError(absl::StrCat("the query and document are ", enc->ids.size(),
                                       " tokens together, above the model's limit of ", limits.max_input_tokens,
-                                      "; send truncate: true to cut the document"));
+                                      "; send truncate: true to cut them"));
   }
   InputTokens out;
   out.ids.reserve(enc->ids.size());

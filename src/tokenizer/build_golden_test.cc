@@ -119,7 +119,7 @@ TEST_P(BuildGoldenTest, DecodingEdgeCasesMatchHuggingFace) {
   }
 }
 
-TEST_P(BuildGoldenTest, PairsMatchHuggingFaceOnlySecondTruncation) {
+TEST_P(BuildGoldenTest, PairsMatchHuggingFaceTruncationStrategies) {
   std::vector<nlohmann::json> texts;
   for (const char* file : {"corpus.jsonl", "realtext.jsonl", "realtext_multilingual.jsonl"}) {
     for (auto& t : ReadJsonl(testing::kTokenizerTestData + "/" + file)) texts.push_back(std::move(t));
@@ -129,7 +129,7 @@ TEST_P(BuildGoldenTest, PairsMatchHuggingFaceOnlySecondTruncation) {
   const auto exceptions = Exceptions();
   const auto cases = ReadJsonl(kGoldenDir + "/" + GetParam() + ".pairs.jsonl");
   ASSERT_GE(cases.size(), 200u) << "run scripts/prepare_assets.sh";
-  size_t cut = 0, refused = 0;
+  size_t cut = 0, refused = 0, both_cut = 0, typed_cuts = 0;
   for (const auto& c : cases) {
     const std::string name = c.at("name");
     const size_t plus = name.find(" + ");
@@ -139,12 +139,15 @@ TEST_P(BuildGoldenTest, PairsMatchHuggingFaceOnlySecondTruncation) {
       ADD_FAILURE() << GetParam() << ": \"" << name << "\" names texts not in the corpus: stale goldens";
       continue;
     }
+    const absl::StatusOr<PairTruncation> strategy = kPairTruncationNames.Parse(c.at("strategy").get<std::string>());
+    ASSERT_TRUE(strategy.ok()) << strategy.status();
     const PairEncodeOptions options{
         .max_tokens = c.at("max_length").get<size_t>(),
-        .side = c.at("side") == "left" ? PairTruncationSide::kLeft : PairTruncationSide::kRight};
+        .side = c.at("side") == "left" ? PairTruncationSide::kLeft : PairTruncationSide::kRight,
+        .truncation = *strategy};
     auto got = tok_->EncodePair(by_name.at(a), by_name.at(b), options);
-    const std::string where =
-        absl::StrCat(GetParam(), " / ", name, " / ", options.max_tokens, " ", c.at("side").get<std::string>());
+    const std::string where = absl::StrCat(GetParam(), " / ", name, " / ", options.max_tokens, " ",
+                                           c.at("side").get<std::string>(), " ", c.at("strategy").get<std::string>());
     if (c.contains("error")) {
       ++refused;
       EXPECT_EQ(got.status().code(), absl::StatusCode::kOutOfRange) << where;
@@ -155,9 +158,23 @@ TEST_P(BuildGoldenTest, PairsMatchHuggingFaceOnlySecondTruncation) {
     EXPECT_EQ(got->type_ids, c.at("type_ids").get<std::vector<uint32_t>>()) << where;
     EXPECT_EQ(got->ids.size(), got->special.size()) << where;
     if (options.max_tokens > 0 && got->ids.size() == options.max_tokens) ++cut;
+    if (*strategy == PairTruncation::kLongestFirst && options.max_tokens > 0 &&
+        got->ids.size() == options.max_tokens) {
+      const auto whole = tok_->Encode(by_name.at(a), {.add_special_tokens = false, .with_offsets = false});
+      size_t first_kept = 0;  // the first text's tokens: type 0 and not special
+      for (size_t i = 0; i < got->ids.size(); ++i) first_kept += got->type_ids[i] == 0 && got->special[i] == 0;
+      const bool typed = std::count(got->type_ids.begin(), got->type_ids.end(), 1u) > 0;
+      typed_cuts += typed;
+      if (typed && whole.ok() && first_kept < whole->ids.size()) ++both_cut;  // the first text was cut too
+    }
   }
   EXPECT_GT(cut, 10u);  // the limits do cut
   EXPECT_GT(refused, 0u);
+  // longest_first cuts the first text as well (counted where the template
+  // types the second text 1, as BERT's does).
+  if (typed_cuts > 0) {
+    EXPECT_GT(both_cut, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,11 +1,12 @@
 // EncodePair beyond the goldens (build_golden_test.cc compares ids and types
-// with Hugging Face): the BERT template's layout and types, only_second cuts
-// from either end computed from the texts' own encodings, the refusal when the
-// first text leaves no room, and the pair templates of each post-processor,
+// with Hugging Face): the BERT template's layout and types, only_second and
+// longest_first cuts from either end computed from the texts' own encodings,
+// the refusal when the first text leaves no room, and the pair templates of each post-processor,
 // including one that is not supported, which leaves single texts usable.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -61,16 +62,18 @@ TEST(TokenizerPairTest, BertTemplateTypesAndOnlySecondCuts) {
   EXPECT_EQ(whole->special[q.size() + 2], 0);
 
   const size_t limit = q.size() + 3 + 4;  // room for four document tokens
-  auto right = bert.EncodePair(query, doc, {.max_tokens = limit});
+  const auto only_second = PairTruncation::kOnlySecond;
+  auto right = bert.EncodePair(query, doc, {.max_tokens = limit, .truncation = only_second});
   ASSERT_TRUE(right.ok()) << right.status();
   EXPECT_EQ(right->ids, Concat({{cls}, q, {sep}, {d.begin(), d.begin() + 4}, {sep}}));
-  auto left = bert.EncodePair(query, doc, {.max_tokens = limit, .side = PairTruncationSide::kLeft});
+  auto left =
+      bert.EncodePair(query, doc, {.max_tokens = limit, .side = PairTruncationSide::kLeft, .truncation = only_second});
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_EQ(left->ids, Concat({{cls}, q, {sep}, {d.end() - 4, d.end()}, {sep}}));
   EXPECT_EQ(bert.EncodePair(query, doc, {.max_tokens = 10'000})->ids, whole->ids);
 
-  // The query is never cut: no room for one document token is refused.
-  auto full = bert.EncodePair(query, doc, {.max_tokens = q.size() + 3});
+  // only_second never cuts the query: no room for one document token is refused.
+  auto full = bert.EncodePair(query, doc, {.max_tokens = q.size() + 3, .truncation = only_second});
   ASSERT_FALSE(full.ok());
   EXPECT_EQ(full.status().code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(full.status().message(), HasSubstr("leave no room for the second text"));
@@ -78,18 +81,83 @@ TEST(TokenizerPairTest, BertTemplateTypesAndOnlySecondCuts) {
   ASSERT_FALSE(invalid.ok());
   EXPECT_THAT(invalid.status().message(), HasSubstr("second text"));
 
-  // The first text given as its ids (a query encoded once for many documents)
-  // gives the same encodings and the same refusals.
-  for (const PairEncodeOptions& options : {PairEncodeOptions{}, PairEncodeOptions{.max_tokens = limit},
-                                           PairEncodeOptions{.max_tokens = limit, .side = PairTruncationSide::kLeft}}) {
-    auto from_ids = bert.EncodePair(q, doc, options);
+  // The first text given as its encoding (a query encoded once for many
+  // documents) gives the same encodings and the same refusals.
+  const Encoding first = *bert.Encode(query, {.add_special_tokens = false, .with_offsets = false,
+                                              .with_word_ends = true});
+  for (const PairEncodeOptions& options :
+       {PairEncodeOptions{}, PairEncodeOptions{.max_tokens = limit},
+        PairEncodeOptions{.max_tokens = limit, .side = PairTruncationSide::kLeft},
+        PairEncodeOptions{.max_tokens = limit, .side = PairTruncationSide::kLeft, .truncation = only_second}}) {
+    auto from_ids = bert.EncodePair(first, doc, options);
     auto from_text = bert.EncodePair(query, doc, options);
     ASSERT_TRUE(from_ids.ok()) << from_ids.status();
     EXPECT_EQ(from_ids->ids, from_text->ids);
     EXPECT_EQ(from_ids->type_ids, from_text->type_ids);
     EXPECT_EQ(from_ids->special, from_text->special);
   }
-  EXPECT_EQ(bert.EncodePair(q, doc, {.max_tokens = q.size() + 3}).status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(bert.EncodePair(first, doc, {.max_tokens = q.size() + 3, .truncation = only_second}).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST(TokenizerPairTest, LongestFirstCutsTheLongerTextThenBothToHalves) {
+  auto tok = Tokenizer::FromFile(testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const Tokenizer& bert = **tok;
+  const std::string query = "what is the capital of france";                            // 6 tokens
+  const std::string doc = "paris is the capital and most populous city of france today";  // 11 tokens
+  const auto q = Ids(bert, query), d = Ids(bert, doc);
+  ASSERT_EQ(q.size(), 6u);
+  ASSERT_EQ(d.size(), 11u);
+  const uint32_t cls = *bert.TokenToId("[CLS]"), sep = *bert.TokenToId("[SEP]");
+  auto pair = [&](size_t room, PairTruncationSide side = PairTruncationSide::kRight) {
+    return bert.EncodePair(query, doc, {.max_tokens = room + 3, .side = side})->ids;
+  };
+  // Room for the query and more than it of the document: only the document is cut.
+  EXPECT_EQ(pair(14), Concat({{cls}, q, {sep}, {d.begin(), d.begin() + 8}, {sep}}));
+  // Less: both are cut to half the room, the longer (the document) getting the odd token.
+  EXPECT_EQ(pair(11), Concat({{cls}, {q.begin(), q.begin() + 5}, {sep}, {d.begin(), d.begin() + 6}, {sep}}));
+  EXPECT_EQ(pair(10, PairTruncationSide::kLeft),
+            Concat({{cls}, {q.end() - 5, q.end()}, {sep}, {d.end() - 5, d.end()}, {sep}}));
+  // A longer query is the one cut first.
+  auto swapped = bert.EncodePair(doc, query, {.max_tokens = 14 + 3});
+  ASSERT_TRUE(swapped.ok()) << swapped.status();
+  EXPECT_EQ(swapped->ids, Concat({{cls}, {d.begin(), d.begin() + 8}, {sep}, q, {sep}}));
+  // No room at all leaves the template; below it is refused.
+  EXPECT_EQ(pair(0), (std::vector<uint32_t>{cls, sep, sep}));
+  auto refused = bert.EncodePair(query, doc, {.max_tokens = 2});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kOutOfRange);
+}
+
+// tokenizers measures a text longer than the limit by its whole words up to
+// the limit, from the end it cuts; that decides which text gets the odd token.
+// The expected splits are Hugging Face tokenizers 0.23's on the same inputs.
+TEST(TokenizerPairTest, LongestFirstMeasuresLongTextsByWholeWords) {
+  auto tok = Tokenizer::FromFile(testing::TestTokenizerPath("bert"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const Tokenizer& bert = **tok;
+  ASSERT_EQ(Ids(bert, "unaffable").size(), 3u);  // una ##ffa ##ble
+  auto repeat = [](const std::string& word, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += word + " ";
+    return out;
+  };
+  const std::string doc = repeat("c", 15);
+  // Kept (first, second) for max_tokens 14: room 11, split 5 and 6 one way or the other.
+  auto split = [&](const std::string& first, PairTruncationSide side) {
+    auto e = bert.EncodePair(first, doc, {.max_tokens = 14, .side = side});
+    EXPECT_TRUE(e.ok()) << e.status();
+    const auto second = static_cast<size_t>(std::count(e->type_ids.begin(), e->type_ids.end(), 1u)) - 1;
+    return std::pair<size_t, size_t>(e->ids.size() - 3 - second, second);
+  };
+  using Split = std::pair<size_t, size_t>;
+  const auto right = PairTruncationSide::kRight, left = PairTruncationSide::kLeft;
+  EXPECT_EQ(split(repeat("b", 13) + "unaffable", right), Split(6, 5));  // 16 whole-word tokens > 14
+  EXPECT_EQ(split(repeat("b", 14) + "unaffable", right), Split(5, 6));  // 14 = 14: the second gets it
+  EXPECT_EQ(split(repeat("b", 13) + "unaffable", left), Split(5, 6));   // from the end: 3 + 11 = 14
+  EXPECT_EQ(split("unaffable " + repeat("b", 13), left), Split(6, 5));  // from the end: 13 + 3 = 16
+  EXPECT_EQ(split(repeat("unaffable", 5), right), Split(6, 5));         // 15 > 14
 }
 
 TEST(TokenizerPairTest, EachPostProcessorHasItsPairTemplate) {

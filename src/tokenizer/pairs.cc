@@ -1,5 +1,6 @@
 // Pair encoding for cross-encoders: two texts through the post-processor's pair
-// template, the second cut to a token limit (Hugging Face's "only_second").
+// template, cut to a token limit as Hugging Face's "longest_first" or
+// "only_second" truncation cuts them.
 #include <algorithm>
 
 #include "absl/status/status.h"
@@ -20,45 +21,98 @@ size_t Tokenizer::NumPairSpecialTokens() const {
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view first, std::string_view second,
                                                const PairEncodeOptions& options) const {
   Encoding a;
-  if (absl::Status s = impl_->Run(first, false, &a, nullptr); !s.ok()) {
+  if (absl::Status s = impl_->Run(first, false, &a, nullptr, /*with_word_ends=*/true); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("first text: ", s.message()));
   }
-  return EncodePair(a.ids, second, options);
+  return EncodePair(a, second, options);
 }
 
-absl::StatusOr<Encoding> Tokenizer::EncodePair(std::span<const uint32_t> first_ids, std::string_view second,
+namespace {
+
+// The length tokenizers (0.23) gives a text before it cuts a pair
+// longest_first: it stops encoding at the first word that reaches `max_tokens`
+// from the end it cuts, so the text counts as that whole-word prefix (or
+// suffix). `word_ends` empty: each token is a word.
+size_t LengthForLongestFirst(size_t tokens, const std::vector<uint32_t>& word_ends, size_t max_tokens,
+                             PairTruncationSide side) {
+  if (tokens <= max_tokens || word_ends.empty()) return std::min(tokens, max_tokens);
+  if (side == PairTruncationSide::kRight) {
+    for (const uint32_t end : word_ends) {
+      if (end >= max_tokens) return end;
+    }
+    return tokens;
+  }
+  // From the end: the suffix after word k's end.
+  for (size_t k = word_ends.size(); k-- > 0;) {
+    if (tokens - word_ends[k] >= max_tokens) return tokens - word_ends[k];
+  }
+  return tokens;
+}
+
+}  // namespace
+
+absl::StatusOr<Encoding> Tokenizer::EncodePair(const Encoding& first, std::string_view second,
                                                const PairEncodeOptions& options) const {
   if (impl_->post.pair.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("this tokenizer.json cannot encode pairs: ", impl_->post.pair_error));
   }
   Encoding b;
-  if (absl::Status s = impl_->Run(second, false, &b, nullptr); !s.ok()) {
+  if (absl::Status s = impl_->Run(second, false, &b, nullptr, /*with_word_ends=*/true); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("second text: ", s.message()));
   }
   const size_t specials = NumPairSpecialTokens();
-  if (options.max_tokens > 0 && first_ids.size() + specials + b.ids.size() > options.max_tokens) {
-    // Hugging Face's only_second refuses, rather than cut the second to nothing.
-    if (first_ids.size() + specials >= options.max_tokens) {
-      return absl::OutOfRangeError(absl::StrCat("the first text's ", first_ids.size(), " tokens and the ", specials,
-                                                " special tokens leave no room for the second text within ",
+  std::vector<uint32_t> a = first.ids;
+  if (options.max_tokens > 0 && a.size() + specials + b.ids.size() > options.max_tokens) {
+    if (options.max_tokens < specials) {
+      return absl::OutOfRangeError(absl::StrCat("the pair template's ", specials, " special tokens do not fit in ",
                                                 options.max_tokens, " tokens"));
     }
-    const size_t keep = options.max_tokens - specials - first_ids.size();
-    if (options.side == PairTruncationSide::kRight) {
-      b.ids.resize(keep);
+    const size_t room = options.max_tokens - specials;
+    size_t keep_a = a.size();
+    size_t keep_b = room;
+    if (options.truncation == PairTruncation::kOnlySecond) {
+      // Hugging Face's only_second refuses, rather than cut the second to nothing.
+      if (a.size() >= room) {
+        return absl::OutOfRangeError(absl::StrCat("the first text's ", a.size(), " tokens and the ", specials,
+                                                  " special tokens leave no room for the second text within ",
+                                                  options.max_tokens, " tokens"));
+      }
+      keep_b = room - a.size();
     } else {
-      b.ids.erase(b.ids.begin(), b.ids.end() - static_cast<std::ptrdiff_t>(keep));
+      // tokenizers' LongestFirst, on the lengths it measures: the shorter
+      // keeps its length when the longer still gets as much; else each gets
+      // half, the longer the odd token, the second when they are equal.
+      const size_t len_a = LengthForLongestFirst(a.size(), first.word_ends, options.max_tokens, options.side);
+      const size_t len_b = LengthForLongestFirst(b.ids.size(), b.word_ends, options.max_tokens, options.side);
+      size_t shorter = std::min(len_a, len_b);
+      size_t longer = shorter > room ? shorter : std::max(shorter, room - shorter);
+      if (shorter + longer > room) {
+        shorter = room / 2;
+        longer = shorter + room % 2;
+      }
+      keep_a = len_a > len_b ? longer : shorter;
+      keep_b = len_a > len_b ? shorter : longer;
     }
+    auto cut = [&](std::vector<uint32_t>& ids, size_t keep) {
+      if (ids.size() <= keep) return;
+      if (options.side == PairTruncationSide::kRight) {
+        ids.resize(keep);
+      } else {
+        ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
+      }
+    };
+    cut(a, keep_a);
+    cut(b.ids, keep_b);
   }
   Encoding out;
-  const size_t total = first_ids.size() + b.ids.size() + specials;
+  const size_t total = a.size() + b.ids.size() + specials;
   out.ids.reserve(total);
   out.special.reserve(total);
   out.type_ids.reserve(total);
   for (const PairPiece& piece : impl_->post.pair) {
     const std::span<const uint32_t> ids = piece.kind == PairPiece::Kind::kSpecial ? std::span<const uint32_t>(piece.ids)
-                                          : piece.kind == PairPiece::Kind::kFirst ? first_ids
+                                          : piece.kind == PairPiece::Kind::kFirst ? std::span<const uint32_t>(a)
                                                                                   : std::span<const uint32_t>(b.ids);
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     out.special.insert(out.special.end(), ids.size(), piece.kind == PairPiece::Kind::kSpecial ? 1 : 0);

@@ -16,6 +16,7 @@
 #include "tokenbatch/core/errors.h"
 #include "tokenizer/json_number.h"
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/load_options.h"
 #include "tokenizer/model.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
@@ -67,21 +68,22 @@ struct Scratch {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path, const LoadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read tokenizer file ", path));
   std::stringstream buf;
   buf << in.rdbuf();
-  auto t = FromJson(buf.str());
+  auto t = FromJson(buf.str(), options);
   if (!t.ok()) return absl::Status(t.status().code(), absl::StrCat(path, ": ", t.status().message()));
   return t;
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json) {
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, const LoadOptions& options) {
   auto impl = std::make_unique<Impl>();
   try {
-    const nlohmann::json j = nlohmann::json::parse(json);
+    nlohmann::json j = nlohmann::json::parse(json);
     if (!j.is_object()) return InvalidArgumentError("tokenizer.json is not a JSON object");
+    if (options.lowercase) j["normalizer"] = internal::WithLowercaseFirst(j.value("normalizer", nlohmann::json()));
     auto normalizer = internal::Normalizer::Parse(j.value("normalizer", nlohmann::json()));
     if (!normalizer.ok()) return normalizer.status();
     impl->normalizer = std::move(*normalizer);
@@ -132,7 +134,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::~Tokenizer() = default;
 
-absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Encoding* enc, size_t* count) const {
+absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Encoding* enc, size_t* count,
+                                  bool with_word_ends) const {
   if (text.size() >= std::numeric_limits<uint32_t>::max()) {
     return InvalidArgumentError(absl::StrCat("text of ", text.size(), " bytes is too long (limit 4 GiB)"));
   }
@@ -147,6 +150,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
       if (enc != nullptr) {
         enc->ids.push_back(static_cast<uint32_t>(seg.id));
         if (with_offsets) enc->offsets.emplace_back(seg.begin, seg.end);
+        if (with_word_ends) enc->word_ends.push_back(static_cast<uint32_t>(enc->ids.size()));
       } else {
         ++*count;
       }
@@ -161,6 +165,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
         if (enc != nullptr) {
           enc->ids.push_back(static_cast<uint32_t>(sub.id));
           if (with_offsets) enc->offsets.emplace_back(sc.norm.OriginalBegin(sub.begin), sc.norm.OriginalEnd(sub.end));
+          if (with_word_ends) enc->word_ends.push_back(static_cast<uint32_t>(enc->ids.size()));
         } else {
           ++*count;
         }
@@ -203,6 +208,7 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
           cache.Insert(word, sc.ids.data(), sc.ends.data(), sc.ids.size());
         }
         enc->ids.insert(enc->ids.end(), sc.ids.begin(), sc.ids.end());
+        if (with_word_ends) enc->word_ends.push_back(static_cast<uint32_t>(enc->ids.size()));
         if (!with_offsets) continue;
         const uint32_t p = w.prefix_space ? 1 : 0;
         const size_t word_base = wbase + w.begin;  // byte of wtext for word[p]
@@ -274,7 +280,12 @@ void Tokenizer::Impl::AddSpecialTokens(Encoding& enc, bool with_offsets) const {
 
 absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text, const EncodeOptions& options) const {
   Encoding enc;
-  if (absl::Status s = impl_->Run(text, options.with_offsets, &enc, nullptr); !s.ok()) return s;
+  if (options.with_word_ends && options.add_special_tokens) {
+    return InvalidArgumentError("word ends are given without special tokens only");
+  }
+  if (absl::Status s = impl_->Run(text, options.with_offsets, &enc, nullptr, options.with_word_ends); !s.ok()) {
+    return s;
+  }
   if (options.add_special_tokens) {
     impl_->AddSpecialTokens(enc, options.with_offsets);
   } else {

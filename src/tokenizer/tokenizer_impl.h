@@ -30,7 +30,9 @@ struct Tokenizer::Impl {
   // Encodes `text` without the post-processor's special tokens: appends to *enc
   // (ids, and offsets when with_offsets) or, when enc is null, adds the token
   // count to *count.
-  absl::Status Run(std::string_view text, bool with_offsets, Encoding* enc, size_t* count) const;
+  // `with_word_ends` also fills enc->word_ends.
+  absl::Status Run(std::string_view text, bool with_offsets, Encoding* enc, size_t* count,
+                   bool with_word_ends = false) const;
   // Puts the post-processor's special tokens around enc's ids; fills enc.special.
   void AddSpecialTokens(Encoding& enc, bool with_offsets) const;
   void TrimOffsets(std::string_view text, std::string_view token, size_t index, uint32_t& b, uint32_t& e) const;

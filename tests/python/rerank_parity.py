@@ -7,8 +7,8 @@ must come back in the same order.
 
 The pairs are real texts: queries are the repository corpus's short texts, each
 paired with documents from the whole corpus (English, Chinese, emoji, accents,
-code, and long documents that the model's limit cuts: the document only, from
-the right, as CrossEncoder cuts a pair whose query is the shorter). A few
+code, and long documents that the model's limit cuts; some queries are long
+too, so that both texts are cut, longest_first, as CrossEncoder cuts). A few
 hundred pairs per directory, in both execution layouts (packed, padded):
   - a one-label directory (a reranker): TEI's /rerank with raw_scores false and
     true, and the Cohere-shaped /v1/rerank with top_n and documents, against
@@ -44,12 +44,13 @@ def corpus():
 
 
 def queries_and_documents(model, texts):
-    """Queries: texts of 3 to 24 tokens (so that a cut falls on the document, as
-    only_second and CrossEncoder's longest_first then agree); documents: all."""
+    """Short queries (3 to 24 tokens), long ones (over half the model's limit,
+    which longest_first cuts as well as the document), and the documents: all."""
     counts = [len(model.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
-    queries = [t for t, n in zip(texts, counts) if 3 <= n <= 24][:12]
-    assert len(queries) >= 8, f"only {len(queries)} short texts for queries"
-    return queries, texts
+    short = [t for t, n in zip(texts, counts) if 3 <= n <= 24][:10]
+    long = [t for t, n in zip(texts, counts) if n > model.max_seq_length // 2][:2]
+    assert len(short) >= 8 and len(long) >= 2, f"only {len(short)} short and {len(long)} long texts for queries"
+    return short, long, texts
 
 
 def check_scores(label, got, want, max_diff):
@@ -71,10 +72,13 @@ def check_order(label, got_indices, want_scores):
 def check(args, model_dir, texts):
     model = CrossEncoder(model_dir, device="cpu")
     name = os.path.basename(os.path.normpath(model_dir))
-    queries, documents = queries_and_documents(model, texts)
+    short, long, documents = queries_and_documents(model, texts)
+    queries = short + long
     rows = []  # (query index, documents of this query)
     for qi, q in enumerate(queries):
-        docs = documents[qi::3][:40]  # a different spread of documents per query
+        # A different spread of documents per query; fewer for a long query,
+        # which the /predict body repeats with each.
+        docs = documents[qi::3][:40 if qi < len(short) else 12]
         rows.append((q, docs))
     pairs = [(q, d) for q, docs in rows for d in docs]
     one_label = model.num_labels == 1
@@ -85,8 +89,8 @@ def check(args, model_dir, texts):
     # some pairs are longer than the model's limit, so the cut is exercised.
     spread = float(np.std(want_raw))
     assert spread > 100 * args.max_diff, f"{name}: raw scores spread only {spread:.2e}"
-    cut = sum(len(model.tokenizer(q, d)["input_ids"]) > model.max_length for q, d in pairs)
-    assert cut >= 10, f"{name}: only {cut} pairs exceed max_length {model.max_length}"
+    cut = sum(len(model.tokenizer(q, d)["input_ids"]) > model.max_seq_length for q, d in pairs)
+    assert cut >= 10, f"{name}: only {cut} pairs exceed max_length {model.max_seq_length}"
     for execution in ("packed", "padded"):
         with Serving(args.tokenbatch, ["--model-id", model_dir, "--execution", execution, "--threads", "2",
                                        "--max-batch-tokens", "4096"]) as port:
@@ -126,7 +130,7 @@ def check(args, model_dir, texts):
                     worst = max(worst, check_scores(f"{label} /v1/rerank", [r["relevance_score"] for r in results],
                                                     [w[r["index"]] for r in results], args.max_diff))
                     start += n
-        print(f"{label}: {len(pairs)} pairs ({len(queries)} queries, {cut} cut to {model.max_length} tokens), "
+        print(f"{label}: {len(pairs)} pairs ({len(queries)} queries, {cut} cut to {model.max_seq_length} tokens), "
               f"score spread {spread:.3f}, max |diff| {worst:.2e}")
 
 

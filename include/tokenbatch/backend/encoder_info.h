@@ -41,12 +41,25 @@ inline constexpr EnumNames<ScoreActivation, 3> kScoreActivationNames{
   return kScoreActivationNames.Name(a);
 }
 
+// How /predict turns the logits of a classifier with several labels into
+// scores: transformers' text-classification pipeline's function_to_apply, which
+// config.json's problem_type decides ("multi_label_classification": a sigmoid
+// per label; "regression": the logits as they are; else a softmax).
+enum class LabelScoring { kSoftmax, kSigmoid, kIdentity };
+inline constexpr EnumNames<LabelScoring, 3> kLabelScoringNames{
+    "label scoring",
+    {{{LabelScoring::kSoftmax, "softmax"}, {LabelScoring::kSigmoid, "sigmoid"}, {LabelScoring::kIdentity, "identity"}}}};
+// "softmax" | "sigmoid" | "identity".
+[[nodiscard]] constexpr std::string_view LabelScoringName(LabelScoring s) { return kLabelScoringNames.Name(s); }
+
 // What makes an encoder a classifier / cross-encoder rather than an embedding
 // model: Embed returns labels.size() raw logits per input, and the score routes
-// (/rerank, /predict) apply `activation` (or softmax) to them.
+// (/rerank, /predict) apply `activation` (one label) or `label_scoring`
+// (several) to them.
 struct ClassifierInfo {
   std::vector<std::string> labels;  // by id (config.json id2label)
   ScoreActivation activation = ScoreActivation::kSigmoid;
+  LabelScoring label_scoring = LabelScoring::kSoftmax;
   // The model reads token type ids (BERT), so a pair's second text gets the
   // template's types (1); false (XLM-R): every token is type 0.
   bool token_types = false;

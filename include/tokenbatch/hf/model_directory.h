@@ -9,9 +9,14 @@
 //                                        include_prompt
 //   <dense module>/config.json           in_features, out_features, bias, activation_function
 //                                        (weights in that folder's model.safetensors)
-//   sentence_bert_config.json            max_seq_length (sentence-transformers truncates to it)
+//   sentence_bert_config.json            max_seq_length (sentence-transformers truncates to it),
+//                                        do_lower_case (a Lowercase normalizer first)
 //   tokenizer_config.json                model_max_length: the same limit when the above
-//                                        has none (sentence-transformers >= 6 writes it here)
+//                                        has none (sentence-transformers >= 6 writes it here);
+//                                        truncation_side, padding_side ("right" | "left";
+//                                        left padding refused for bert); add_bos_token /
+//                                        add_eos_token checked (transformers 5 keeps
+//                                        tokenizer.json's post-processor)
 //   config_sentence_transformers.json    prompts {name: text}, default_prompt_name; for a
 //                                        CrossEncoder, activation_fn
 //   tokenizer.json                       the tokenizer (read by tokenbatch::tokenizer)
@@ -36,6 +41,7 @@
 // thread-safe, blocks for the reads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -61,6 +67,14 @@ inline constexpr EnumNames<Architecture, 3> kArchitectureNames{
 // "bert" | "xlm-roberta" | "qwen3", the name used in messages.
 [[nodiscard]] constexpr std::string_view ArchitectureName(Architecture a) { return kArchitectureNames.Name(a); }
 
+// The hidden_act values implemented, by transformers' ACT2FN names (every one
+// without weights of its own; laplace, prelu, xielu, sqrtsoftplus and
+// gelu_accurate are refused by name).
+inline constexpr std::array<std::string_view, 19> kHiddenActivations{
+    "gelu",    "gelu_python", "gelu_new",  "gelu_pytorch_tanh", "gelu_python_tanh", "gelu_fast", "gelu_10",
+    "quick_gelu", "relu",     "relu2",     "relu6",             "leaky_relu",       "silu",      "swish",
+    "mish",    "hardswish",   "sigmoid",   "tanh",              "linear"};
+
 // Transformer sizes from config.json (transformers' field names). Sizes are
 // counts; eps are added to variances.
 struct ArchitectureConfig {
@@ -73,7 +87,7 @@ struct ArchitectureConfig {
   int64_t num_key_value_heads = 0;  // Qwen3 (grouped-query attention); = heads otherwise
   int64_t head_dim = 0;             // Qwen3 may set it; otherwise H / heads
   int64_t intermediate_size = 0;
-  std::string hidden_act;           // "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu"
+  std::string hidden_act;           // one of kHiddenActivations
   double layer_norm_eps = 1e-12;    // BERT, XLM-R
   double rms_norm_eps = 1e-6;       // Qwen3
   int64_t max_position_embeddings = 0;
@@ -108,7 +122,13 @@ using backend::ScoreActivationName;
 // classifier.out_proj), giving num_labels logits per input.
 struct ClassifierHead {
   std::string architecture_class;   // config.json architectures[0]
-  std::vector<std::string> labels;  // id2label, by id (transformers' default: LABEL_0, LABEL_1)
+  // id2label, by id. Without it, num_labels labels LABEL_0 .. LABEL_{n-1}
+  // (transformers' default: num_labels 2). id2label wins over a num_labels that
+  // disagrees, as transformers' PretrainedConfig decides.
+  std::vector<std::string> labels;
+  // /predict's scores for several labels, from problem_type (see
+  // backend::LabelScoring).
+  backend::LabelScoring label_scoring = backend::LabelScoring::kSoftmax;
   // CrossEncoder's activation_fn: config_sentence_transformers.json, else
   // config.json's sentence_transformers.activation_fn or (sentence-transformers
   // < 4) sbert_ce_default_activation_function, else sigmoid for one label and
@@ -121,7 +141,9 @@ struct ClassifierHead {
 // when `config` names no sequence classifier. Errors (InvalidArgumentError
 // naming `source` and the field): an unsupported *ForSequenceClassification
 // class or one that does not match `model_type`, malformed id2label (keys must
-// be 0..n-1, n <= 65536), an activation other than Identity, Sigmoid or Tanh.
+// be 0..n-1, n <= 65536) or num_labels (1..65536), a problem_type other than
+// single_label_classification, multi_label_classification and regression, an
+// activation other than Identity, Sigmoid or Tanh.
 // `config` and `st_config` are nlohmann::json values, passed as their text.
 [[nodiscard]] absl::StatusOr<std::optional<ClassifierHead>> ParseClassifierHead(std::string_view config_json,
                                                                                 std::string_view st_config_json,
@@ -143,6 +165,12 @@ struct ModelDirectory {
   std::map<std::string, std::string> prompts;  // name -> text prepended to the input
   std::string default_prompt_name;             // "" = none
   std::string tokenizer_path;                  // <transformer_dir>/tokenizer.json ("" if absent)
+  // sentence_bert_config.json's do_lower_case: the tokenizer lowercases the
+  // input first (tokenizer::LoadOptions::lowercase, which the loader sets).
+  bool do_lower_case = false;
+  // tokenizer_config.json's truncation_side "left": inputs cut to
+  // max_seq_length lose their start, as transformers cuts them.
+  bool truncate_left = false;
   // Set for a cross-encoder / classifier directory (see the header comment);
   // pooling, dense and normalize then do not apply.
   std::optional<ClassifierHead> classifier;

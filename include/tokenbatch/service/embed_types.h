@@ -32,7 +32,8 @@ struct EmbedRequest {
   std::vector<EmbedInput> inputs;   // >= 1
   std::optional<bool> normalize;    // unset: the backend's default
   std::optional<bool> truncate;     // unset: ServiceOptions::auto_truncate
-  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  // Unset: ServiceOptions::truncation_direction (the model's truncation_side).
+  std::optional<TruncationDirection> truncation_direction;
   // A prompt by name (ServiceOptions::prompts), prepended to every text input as
   // sentence-transformers' encode(prompt_name=...) does; unset or "": the default
   // prompt. Naming one for token-id inputs, or an unknown name, is InvalidArgument.

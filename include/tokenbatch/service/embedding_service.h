@@ -51,6 +51,14 @@ struct ServiceOptions {
   // library, where a caller chooses; `tokenbatch serve` turns it on, as TEI's
   // server does, unless --oversize split needs long inputs whole.
   bool auto_truncate = false;
+  // The end a truncation cuts when a request does not say (TEI's
+  // truncation_direction): the model's tokenizer_config.json truncation_side,
+  // as transformers' tokenizers cut.
+  TruncationDirection truncation_direction = TruncationDirection::kRight;
+  // Which texts of a cross-encoder's (query, document) pair are cut to the
+  // model's limit: longest_first (the default) as sentence-transformers'
+  // CrossEncoder and TEI cut, or only_second, which keeps the query whole.
+  tokenizer::PairTruncation pair_truncation = tokenizer::PairTruncation::kLongestFirst;
   // Prompts a request may name (config_sentence_transformers.json's "prompts"):
   // name -> text prepended to each text input. Its tokens count toward the
   // budget and the usage, as in sentence-transformers and TEI, and are told to
@@ -78,8 +86,8 @@ class EmbeddingService {
   // function cancels whatever of the request is not done yet (for a client that
   // disconnected): queued inputs are removed, not computed. Errors passed to
   // `done`: InvalidArgument (invalid UTF-8, an empty input, an id out of range,
-  // bad dimensions, a pair for an embedding backend), Oversize (also a pair whose
-  // query leaves no room for its document), QueueFull, ShuttingDown, Cancelled, Backend,
+  // bad dimensions, a pair for an embedding backend), Oversize (also, with
+  // only_second pair truncation, a pair whose query leaves no room for its document), QueueFull, ShuttingDown, Cancelled, Backend,
   // OutOfMemory, DeadlineExceeded (request.deadline passed); messages start with "input[i]: " when one input is the
   // cause.
   std::function<void()> Embed(EmbedRequest request, EmbedCallback done);

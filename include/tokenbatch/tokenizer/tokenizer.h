@@ -64,6 +64,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tokenbatch/core/enum_names.h"
 
 namespace tokenbatch::tokenizer {
 
@@ -81,18 +82,47 @@ struct Encoding {
   // Token type ids from the pair template (EncodePair); empty from the
   // single-sequence methods, whose tokens are all type 0.
   std::vector<uint32_t> type_ids;
+  // When EncodeOptions::with_word_ends: for each word of the text (an added
+  // token, or a piece the pre-tokenizer split off), the index one past its
+  // last token. What longest_first pair truncation measures lengths by.
+  std::vector<uint32_t> word_ends;
 };
 
-// Which end of the second sequence EncodePair cuts.
+// Which end of a sequence EncodePair cuts.
 enum class PairTruncationSide { kRight, kLeft };
+
+// Which sequences of a pair EncodePair cuts to fit max_tokens (Hugging Face
+// tokenizers' TruncationStrategy, by its names).
+enum class PairTruncation {
+  // Cut the longer sequence first, down to the shorter one's length, then both
+  // to half the room each (the longer getting the odd token, the second when
+  // both are at least max_tokens long): what
+  // transformers' tokenizers, sentence-transformers' CrossEncoder and
+  // text-embeddings-inference do (tokenizers' truncate_encodings, 0.23).
+  kLongestFirst,
+  // Cut the second sequence only; refused when the first leaves it no room.
+  kOnlySecond,
+};
+inline constexpr EnumNames<PairTruncation, 2> kPairTruncationNames{
+    "pair truncation",
+    {{{PairTruncation::kLongestFirst, "longest_first"}, {PairTruncation::kOnlySecond, "only_second"}}}};
 
 // Options of one EncodePair call.
 struct PairEncodeOptions {
   // > 0: keep at most this many tokens in all, special tokens included, by
-  // cutting the second sequence only (Hugging Face's truncation "only_second");
-  // 0: keep everything.
+  // cutting as `truncation` says; 0: keep everything.
   size_t max_tokens = 0;
   PairTruncationSide side = PairTruncationSide::kRight;
+  PairTruncation truncation = PairTruncation::kLongestFirst;
+};
+
+// What a model directory changes in how its tokenizer.json is used, as
+// transformers and sentence-transformers apply it when they load one.
+struct LoadOptions {
+  // Put a Lowercase normalizer first, unless the normalizer is one or a
+  // Sequence holding one at its top level: sentence-transformers'
+  // do_lower_case (its Transformer module does exactly this).
+  bool lowercase = false;
 };
 
 // Options of one Encode call.
@@ -102,6 +132,9 @@ struct EncodeOptions {
   bool add_special_tokens = true;
   // Fill Encoding::offsets. Costs a little time; Count never computes them.
   bool with_offsets = true;
+  // Fill Encoding::word_ends (with add_special_tokens false only: refused
+  // otherwise, as InvalidArgumentError).
+  bool with_word_ends = false;
 };
 
 class Tokenizer {
@@ -111,9 +144,12 @@ class Tokenizer {
   // supported (the message names it, e.g. "unsupported model: WordLevel"). Blocks
   // on file I/O and parsing, for longer (and with more peak memory) the larger
   // the vocabulary.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
+  // `options` adjust it as a model directory says (LoadOptions).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromFile(const std::string& path,
+                                                                          const LoadOptions& options = {});
   // Same, from the JSON text itself.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(std::string_view json,
+                                                                          const LoadOptions& options = {});
 
   ~Tokenizer();
   Tokenizer(const Tokenizer&) = delete;
@@ -152,18 +188,20 @@ class Tokenizer {
   // does: each text is encoded alone, then the template puts the special tokens
   // around and between them (BERT: [CLS] first [SEP] second [SEP], types 0 then
   // 1; XLM-R: <s> first </s> </s> second </s>). Fills ids, special and
-  // type_ids, not offsets. options.max_tokens cuts the second text only; the
-  // first is never cut. Errors: those of Encode (naming which text);
-  // FailedPreconditionError when tokenizer.json's pair template is not supported;
-  // OutOfRangeError when the first text and the template's special tokens leave
-  // no room for a token of the second within options.max_tokens.
+  // type_ids, not offsets. options.max_tokens cuts as options.truncation says.
+  // Errors: those of Encode (naming which text); FailedPreconditionError when
+  // tokenizer.json's pair template is not supported; OutOfRangeError when
+  // options.max_tokens is below the template's special tokens or, for
+  // only_second, when the first text and those leave no room for a token of
+  // the second.
   [[nodiscard]] absl::StatusOr<Encoding> EncodePair(std::string_view first, std::string_view second,
                                                     const PairEncodeOptions& options = {}) const;
-  // The same with the first text already encoded: `first_ids` are
-  // Encode(first, {.add_special_tokens = false}).ids, so that a query is
-  // tokenised once for all the documents it is paired with. Errors: those of
-  // Encode for the second text (naming it), and the pair errors above.
-  [[nodiscard]] absl::StatusOr<Encoding> EncodePair(std::span<const uint32_t> first_ids, std::string_view second,
+  // The same with the first text already encoded: `first` is
+  // Encode(first, {.add_special_tokens = false, .with_word_ends = true}), so
+  // that a query is tokenised once for all the documents it is paired with
+  // (without word_ends, each token counts as a word). Errors: those of Encode
+  // for the second text (naming it), and the pair errors above.
+  [[nodiscard]] absl::StatusOr<Encoding> EncodePair(const Encoding& first, std::string_view second,
                                                     const PairEncodeOptions& options = {}) const;
 
   // The number of special tokens the pair template adds (3 for BERT, 4 for XLM-R).
