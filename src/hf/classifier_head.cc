@@ -3,18 +3,15 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "hf/json_fields.h"
 #include "nlohmann/json.hpp"
-#include "tokenbatch/core/errors.h"
 #include "tokenbatch/hf/model_directory.h"
 
 namespace tokenbatch::hf {
 namespace {
 
 using nlohmann::json;
-
-absl::Status Bad(std::string_view source, std::string_view what) {
-  return InvalidArgumentError(absl::StrCat(std::string(source), ": ", std::string(what)));
-}
+using json_fields::Bad;
 
 // sentence-transformers stores the activation as the class's dotted path.
 absl::StatusOr<ScoreActivation> ActivationFromPath(const std::string& path, std::string_view source) {

@@ -49,6 +49,12 @@ size_t LengthForLongestFirst(size_t tokens, const std::vector<uint32_t>& word_en
   return tokens;
 }
 
+// The `keep` tokens of `ids` that a cut from `side` leaves (all when fewer).
+std::span<const uint32_t> Kept(std::span<const uint32_t> ids, size_t keep, PairTruncationSide side) {
+  if (ids.size() <= keep) return ids;
+  return side == PairTruncationSide::kRight ? ids.first(keep) : ids.last(keep);
+}
+
 }  // namespace
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(const Encoding& first, std::string_view second,
@@ -62,7 +68,8 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(const Encoding& first, std::strin
     return absl::Status(s.code(), absl::StrCat("second text: ", s.message()));
   }
   const size_t specials = NumPairSpecialTokens();
-  std::vector<uint32_t> a = first.ids;
+  std::span<const uint32_t> a = first.ids;
+  std::span<const uint32_t> second_ids = b.ids;
   if (options.max_tokens > 0 && a.size() + specials + b.ids.size() > options.max_tokens) {
     if (options.max_tokens < specials) {
       return absl::OutOfRangeError(absl::StrCat("the pair template's ", specials, " special tokens do not fit in ",
@@ -94,26 +101,18 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(const Encoding& first, std::strin
       keep_a = len_a > len_b ? longer : shorter;
       keep_b = len_a > len_b ? shorter : longer;
     }
-    auto cut = [&](std::vector<uint32_t>& ids, size_t keep) {
-      if (ids.size() <= keep) return;
-      if (options.side == PairTruncationSide::kRight) {
-        ids.resize(keep);
-      } else {
-        ids.erase(ids.begin(), ids.end() - static_cast<std::ptrdiff_t>(keep));
-      }
-    };
-    cut(a, keep_a);
-    cut(b.ids, keep_b);
+    a = Kept(a, keep_a, options.side);
+    second_ids = Kept(second_ids, keep_b, options.side);
   }
   Encoding out;
-  const size_t total = a.size() + b.ids.size() + specials;
+  const size_t total = a.size() + second_ids.size() + specials;
   out.ids.reserve(total);
   out.special.reserve(total);
   out.type_ids.reserve(total);
   for (const PairPiece& piece : impl_->post.pair) {
     const std::span<const uint32_t> ids = piece.kind == PairPiece::Kind::kSpecial ? std::span<const uint32_t>(piece.ids)
-                                          : piece.kind == PairPiece::Kind::kFirst ? std::span<const uint32_t>(a)
-                                                                                  : std::span<const uint32_t>(b.ids);
+                                          : piece.kind == PairPiece::Kind::kFirst ? a
+                                                                                  : second_ids;
     out.ids.insert(out.ids.end(), ids.begin(), ids.end());
     out.special.insert(out.special.end(), ids.size(), piece.kind == PairPiece::Kind::kSpecial ? 1 : 0);
     out.type_ids.insert(out.type_ids.end(), ids.size(), piece.type_id);
