@@ -31,8 +31,10 @@ PACKAGES=(
   # shortest round-trip float32 digits for JSON embeddings (the algorithm fmt uses,
   # without fmt's general writer around it)
   libdragonbox-dev
-  # tokenizers: Unicode regex (Oniguruma, as Hugging Face uses) and normalisation
-  libonig-dev libutf8proc-dev
+  # tokenizers: Unicode regex (Oniguruma, as Hugging Face uses) and normalisation;
+  # the Unicode Character Database's DerivedAge.txt, which the differential
+  # tokenizer fuzzer reads (scripts/tokenizer/fuzz_unicode_versions.py)
+  libonig-dev libutf8proc-dev unicode-data
   # inference backend: libtorch 1.13 with an optimised BLAS (about 40x faster than without)
   libtorch-dev libopenblas0-pthread python3-torch
   # real text for workloads (Chinese technical passages: manpages-zh, read with

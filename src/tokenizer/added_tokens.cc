@@ -12,17 +12,8 @@
 #include "tokenizer/model.h"
 #include "tokenizer/unicode.h"
 
-#include <utf8proc.h>
-
 namespace tokenbatch::tokenizer::internal {
 namespace {
-
-// \w as in Rust's regex crate (letters, marks, decimal digits, connector punctuation).
-bool IsWordChar(char32_t c) {
-  if (c < 0x80) return std::isalnum(static_cast<int>(c)) || c == '_';
-  const auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-  return (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_ND) || cat == UTF8PROC_CATEGORY_PC;
-}
 
 char32_t LastChar(std::string_view s, size_t end) {
   size_t b = end - 1;
@@ -57,25 +48,31 @@ void AddedTokenMatcher::Split(std::string_view text, std::vector<Segment>& out) 
   size_t done = 0;  // end of the last emitted segment
   size_t i = 0;
   while (i < text.size()) {
+    // The longest token starting at i (Hugging Face: aho-corasick, leftmost-longest).
     const auto& bucket = by_first_byte_[static_cast<unsigned char>(text[i])];
     const AddedToken* hit = nullptr;
     for (const uint32_t t : bucket) {
       const AddedToken& tok = tokens_[t];
-      if (tok.content.size() > text.size() - i || std::memcmp(text.data() + i, tok.content.data(), tok.content.size()) != 0) {
-        continue;
+      if (tok.content.size() <= text.size() - i &&
+          std::memcmp(text.data() + i, tok.content.data(), tok.content.size()) == 0) {
+        hit = &tok;
+        break;
       }
-      if (tok.single_word) {
-        const size_t stop = i + tok.content.size();
-        int len = 0;
-        if (i > 0 && IsWordChar(LastChar(text, i))) continue;
-        if (stop < text.size() && IsWordChar(DecodeUtf8(text, stop, len))) continue;
-      }
-      hit = &tok;
-      break;  // longest first
     }
     if (hit == nullptr) {
       ++i;
       continue;
+    }
+    if (hit->single_word) {
+      // A match glued to a word character is discarded and the scan resumes after
+      // it: no shorter token is tried in its place, none starts inside it.
+      const size_t stop = i + hit->content.size();
+      int len = 0;
+      if ((i > 0 && IsRegexWordChar(LastChar(text, i))) ||
+          (stop < text.size() && IsRegexWordChar(DecodeUtf8(text, stop, len)))) {
+        i = stop;
+        continue;
+      }
     }
     size_t b = i, e = i + hit->content.size();
     if (hit->lstrip) {

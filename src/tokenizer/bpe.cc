@@ -1,6 +1,8 @@
 // BPE model; see bpe.h.
 #include "tokenizer/bpe.h"
 
+#include <algorithm>
+#include <optional>
 #include <queue>
 #include <utility>
 
@@ -45,18 +47,16 @@ struct Candidate {
 
 absl::StatusOr<std::unique_ptr<Model>> Bpe::Create(const nlohmann::json& j, bool byte_level) {
   auto bpe = std::unique_ptr<Bpe>(new Bpe());
-  if (auto d = j.find("dropout"); d != j.end() && !d->is_null() && d->get<double>() != 0.0) {
-    return InvalidArgumentError("unsupported model option: BPE.dropout (encoding would be random)");
-  }
+  // "dropout" is read by nothing: it regularises training, and inference
+  // encodes deterministically (every merge applies).
   bpe->byte_level_ = byte_level;
   bpe->ignore_merges_ = j.value("ignore_merges", false);
   bpe->byte_fallback_ = j.value("byte_fallback", false);
   bpe->fuse_unk_ = j.value("fuse_unk", false);
   bpe->prefix_ = OptString(j, "continuing_subword_prefix");
   bpe->suffix_ = OptString(j, "end_of_word_suffix");
-  if (byte_level && (!bpe->prefix_.empty() || !bpe->suffix_.empty() || bpe->byte_fallback_)) {
-    return InvalidArgumentError(
-        "unsupported model option: BPE continuing_subword_prefix/end_of_word_suffix/byte_fallback with ByteLevel");
+  if (byte_level && bpe->byte_fallback_) {
+    return InvalidArgumentError("unsupported model option: BPE byte_fallback with ByteLevel");
   }
   for (const auto& [token, id] : j.at("vocab").items()) {
     const absl::StatusOr<uint32_t> read =
@@ -118,50 +118,62 @@ std::optional<uint32_t> Bpe::TokenToId(std::string_view token) const {
   return it->second;
 }
 
-void Bpe::InitialCharSymbols(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
+void Bpe::InitialSymbols(std::string_view chars, bool one_byte_per_char, std::vector<uint32_t>& ids,
+                         std::vector<uint32_t>& ends) const {
+  const Vocab& vocab = byte_level_ ? json_vocab_ : vocab_;
+  // Each symbol ends where the previous one did plus its length, in the order
+  // they are added (Hugging Face's Word::add): an unknown character without an
+  // unk token is dropped without a gap, and a pending unk is added only when a
+  // known character follows.
+  uint32_t pos = 0;
+  // Bytes of the word read so far: ends never point past them.
+  auto limit = static_cast<uint32_t>(one_byte_per_char ? 0 : chars.size());
+  const auto add = [&](uint32_t id, uint32_t n) {
+    pos += n;
+    ids.push_back(id);
+    ends.push_back(std::min(pos, limit));
+  };
+  bool unk_pending = false;  // an unk token of length unk_length waits to be added
+  uint32_t unk_length = 0;
   std::string piece;
   int len = 0;
-  bool last_unk = false;
-  for (size_t i = 0; i < word.size(); i += static_cast<size_t>(len)) {
-    DecodeUtf8(word, i, len);
-    const auto end = static_cast<uint32_t>(i + static_cast<size_t>(len));
+  for (size_t i = 0; i < chars.size(); i += static_cast<size_t>(len)) {
+    DecodeUtf8(chars, i, len);
+    const auto n = static_cast<uint32_t>(one_byte_per_char ? 1 : len);
+    if (one_byte_per_char) limit += 1;
     piece.clear();
     if (i > 0) piece += prefix_;
-    piece.append(word.substr(i, static_cast<size_t>(len)));
-    if (end == word.size()) piece += suffix_;
-    if (auto it = vocab_.find(piece); it != vocab_.end()) {
-      ids.push_back(it->second);
-      ends.push_back(end);
-      last_unk = false;
+    piece.append(chars.substr(i, static_cast<size_t>(len)));
+    if (i + static_cast<size_t>(len) == chars.size()) piece += suffix_;
+    if (auto it = vocab.find(piece); it != vocab.end()) {
+      if (unk_pending) add(*unk_id_, unk_length);
+      unk_pending = false;
+      add(it->second, n);
       continue;
     }
     if (byte_fallback_) {
-      bool all = true;
-      const size_t mark = ids.size();
-      for (int k = 0; k < len && all; ++k) {
-        auto it = vocab_.find(absl::StrFormat("<0x%02X>", static_cast<unsigned char>(word[i + k])));
-        all = it != vocab_.end();
-        if (all) {
-          ids.push_back(it->second);
-          ends.push_back(static_cast<uint32_t>(i + k + 1));
-        }
+      // Hugging Face looks up the bytes of the piece, prefix and suffix included.
+      std::vector<uint32_t> bytes;
+      for (const char b : piece) {
+        auto it = vocab.find(absl::StrFormat("<0x%02X>", static_cast<unsigned char>(b)));
+        if (it == vocab.end()) break;
+        bytes.push_back(it->second);
       }
-      if (all) {
-        last_unk = false;
+      if (bytes.size() == piece.size()) {
+        for (const uint32_t id : bytes) add(id, 1);
         continue;
       }
-      ids.resize(mark);
-      ends.resize(mark);
     }
-    if (!unk_id_) continue;  // without an unk token Hugging Face drops the character
-    if (fuse_unk_ && last_unk) {
-      ends.back() = end;
+    if (!unk_id_) continue;
+    if (unk_pending && fuse_unk_) {
+      unk_length += n;
     } else {
-      ids.push_back(*unk_id_);
-      ends.push_back(end);
+      if (unk_pending) add(*unk_id_, unk_length);
+      unk_pending = true;
+      unk_length = n;
     }
-    last_unk = true;
   }
+  if (unk_pending) add(*unk_id_, unk_length);
 }
 
 bool Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const {
@@ -174,7 +186,7 @@ bool Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vecto
   }
   // Symbols as a doubly linked list over [0, n).
   std::vector<uint32_t> sym_id, sym_end;
-  if (byte_level_) {
+  if (byte_level_ && prefix_.empty() && suffix_.empty()) {
     sym_id.reserve(word.size());
     sym_end.reserve(word.size());
     for (size_t i = 0; i < word.size(); ++i) {
@@ -183,8 +195,13 @@ bool Bpe::Tokenize(std::string_view word, std::vector<uint32_t>& ids, std::vecto
       sym_id.push_back(byte_ids_[b]);
       sym_end.push_back(static_cast<uint32_t>(i + 1));
     }
+  } else if (byte_level_) {
+    // The word in GPT-2's byte alphabet, where prefix and suffix attach.
+    std::string chars;
+    for (const char b : word) AppendUtf8(ByteToUnicode(static_cast<uint8_t>(b)), chars);
+    InitialSymbols(chars, /*one_byte_per_char=*/true, sym_id, sym_end);
   } else {
-    InitialCharSymbols(word, sym_id, sym_end);
+    InitialSymbols(word, /*one_byte_per_char=*/false, sym_id, sym_end);
   }
   const auto n = static_cast<uint32_t>(sym_id.size());
   if (n > 1) {

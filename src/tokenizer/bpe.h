@@ -3,8 +3,9 @@
 // characters otherwise) and repeatedly merge the adjacent pair of lowest merge
 // rank, leftmost first, until no listed merge applies. Supports merges written as
 // "a b" strings or ["a", "b"] pairs, ignore_merges, continuing_subword_prefix,
-// end_of_word_suffix, unk_token with fuse_unk, and byte_fallback. Dropout is
-// refused (it makes encoding random).
+// end_of_word_suffix (byte-level vocabularies too, as CLIP's), unk_token with
+// fuse_unk, and byte_fallback. Dropout is ignored: it randomises training, while
+// inference applies every merge.
 #pragma once
 
 #include <string>
@@ -27,8 +28,12 @@ class Bpe final : public Model {
     uint32_t new_id;
   };
   static uint64_t PairKey(uint32_t a, uint32_t b) { return (static_cast<uint64_t>(a) << 32) | b; }
-  // Initial symbols of a non-byte-level word (characters, byte fallback, unk).
-  void InitialCharSymbols(std::string_view word, std::vector<uint32_t>& ids, std::vector<uint32_t>& ends) const;
+  // Initial symbols of a word (characters, byte fallback, unk) from `chars`,
+  // the word written in the vocabulary's alphabet: the word itself, or its
+  // GPT-2 byte-alphabet form for a byte-level vocabulary, where each character
+  // stands for one byte of the word (`one_byte_per_char`).
+  void InitialSymbols(std::string_view chars, bool one_byte_per_char, std::vector<uint32_t>& ids,
+                      std::vector<uint32_t>& ends) const;
 
   Vocab vocab_;                      // keys as raw bytes when byte_level_
   Vocab json_vocab_;                 // keys as written in tokenizer.json (for TokenToId)

@@ -1,7 +1,7 @@
 // Decoders of tokenizer.json: they turn the tokens of a sequence of ids back
 // into text. ByteLevel, WordPiece (prefix, cleanup), Metaspace (replacement,
-// prepend_scheme), BPEDecoder (suffix), Replace, ByteFallback, Fuse, Strip and
-// Sequence, each as Hugging Face tokenizers' decode_chain does it
+// prepend_scheme), BPEDecoder (suffix), Replace, ByteFallback, Fuse, Strip, CTC
+// (pad_token, word_delimiter_token, cleanup) and Sequence, each as Hugging Face tokenizers' decode_chain does it
 // (tokenizers/src/decoders/*.rs and the pre-tokenizers' decoders); the chain's
 // tokens are then concatenated. Without a decoder the tokens are joined with
 // spaces, as Hugging Face does.
@@ -24,7 +24,7 @@ class Regex;
 class Decoder {
  public:
   // Parses the "decoder" field (null: no decoder). InvalidArgumentError naming
-  // an unsupported type and its JSON path (e.g. "unsupported decoder: CTC at
+  // an unsupported type and its JSON path (e.g. "unsupported decoder: Foo at
   // decoder.decoders[1]") or a malformed option.
   [[nodiscard]] static absl::StatusOr<Decoder> Parse(const nlohmann::json& j);
 
@@ -32,11 +32,13 @@ class Decoder {
   [[nodiscard]] std::string Decode(std::vector<std::string> tokens) const;
 
  private:
-  enum class Kind { kByteLevel, kWordPiece, kMetaspace, kBpe, kReplace, kByteFallback, kFuse, kStrip };
+  enum class Kind { kByteLevel, kWordPiece, kMetaspace, kBpe, kReplace, kByteFallback, kFuse, kStrip, kCtc };
   struct Step {
     Kind kind;
-    std::string text;            // kWordPiece prefix, kMetaspace replacement, kBpe suffix, kReplace content
-    bool flag = false;           // kWordPiece cleanup; kMetaspace: prepend_scheme is not "never"
+    std::string text;            // kWordPiece prefix, kMetaspace replacement, kBpe suffix, kReplace content,
+                                 // kCtc pad token
+    std::string word_delimiter;  // kCtc
+    bool flag = false;           // kWordPiece, kCtc: cleanup; kMetaspace: prepend_scheme is not "never"
     std::shared_ptr<const Regex> regex;  // kReplace pattern
     char32_t strip_char = 0;     // kStrip content
     size_t strip_start = 0;      // kStrip: at most this many leading content characters removed
@@ -48,10 +50,5 @@ class Decoder {
   std::vector<Step> steps_;
   bool present_ = false;
 };
-
-// Decodes `bytes` as UTF-8, replacing each maximal ill-formed subsequence with
-// U+FFFD (the Unicode Standard's "substitution of maximal subparts", as Rust's
-// String::from_utf8_lossy does).
-[[nodiscard]] std::string Utf8Lossy(std::string_view bytes);
 
 }  // namespace tokenbatch::tokenizer::internal

@@ -6,6 +6,7 @@
 #include "tokenbatch/core/errors.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/unigram.h"
+#include "tokenizer/word_level.h"
 #include "tokenizer/wordpiece.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -18,6 +19,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Parse(const nlohmann::json& j, boo
   if (type == "WordPiece") {
     if (byte_level) return InvalidArgumentError("unsupported combination: WordPiece model with ByteLevel pre_tokenizer");
     return WordPiece::Create(j);
+  }
+  if (type == "WordLevel") {
+    if (byte_level) return InvalidArgumentError("unsupported combination: WordLevel model with ByteLevel pre_tokenizer");
+    return WordLevel::Create(j);
   }
   if (type == "Unigram") {
     if (byte_level) return InvalidArgumentError("unsupported combination: Unigram model with ByteLevel pre_tokenizer");

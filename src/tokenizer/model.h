@@ -1,4 +1,4 @@
-// The models of tokenizer.json: BPE, WordPiece and Unigram. A model turns one
+// The models of tokenizer.json: BPE, WordPiece, WordLevel and Unigram. A model turns one
 // word (the bytes of one pre-tokenized piece) into token ids.
 //
 // Models are immutable after Parse and safe to share across threads.
@@ -42,7 +42,7 @@ class Model {
 
   // Parses the "model" field. `byte_level` says that words arrive as raw bytes
   // and the vocabulary is written in GPT-2's byte alphabet (a ByteLevel
-  // pre-tokenizer is present). Unknown types and options (BPE dropout, ...) are
+  // pre-tokenizer is present). Unknown types and options are
   // refused with InvalidArgumentError naming them.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Parse(const nlohmann::json& j, bool byte_level);
 

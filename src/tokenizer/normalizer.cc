@@ -1,5 +1,5 @@
 // Normalizers; see normalizer.h. Behaviour follows Hugging Face tokenizers
-// (tokenizers/src/normalizers/{unicode,utils,bert}.rs): BertNormalizer runs
+// (tokenizers/src/normalizers/{unicode,utils,bert,strip,byte_level}.rs): BertNormalizer runs
 // clean_text, then handle_chinese_chars, then strip_accents (NFD and drop Mn), then
 // lowercase; strip_accents defaults to the value of lowercase.
 #include "tokenizer/normalizer.h"
@@ -8,15 +8,15 @@
 #include <array>
 #include <utility>
 
-#include <utf8proc.h>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/char_normalizers.h"
 #include "tokenizer/precompiled.h"
 #include "tokenizer/regex.h"
 #include "tokenizer/transform.h"
+#include "tokenizer/unicode_forms.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
@@ -37,84 +37,6 @@ void EmitAligned(NormalizedText& out, bool align, uint32_t b, uint32_t e, Emit&&
     out.begin.resize(out.text.size(), b);
     out.end.resize(out.text.size(), e);
   }
-}
-
-// Decomposes `c` canonically (or by compatibility when `compat`) into `out`.
-void Decompose(char32_t c, bool compat, std::vector<char32_t>& out) {
-  std::array<utf8proc_int32_t, 32> buf{};
-  int boundclass = 0;
-  const auto options = static_cast<utf8proc_option_t>(UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0));
-  const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(c), buf.data(),
-                                                     static_cast<utf8proc_ssize_t>(buf.size()), options, &boundclass);
-  if (n <= 0 || n > static_cast<utf8proc_ssize_t>(buf.size())) {
-    out.push_back(c);
-    return;
-  }
-  for (utf8proc_ssize_t k = 0; k < n; ++k) out.push_back(static_cast<char32_t>(buf[k]));
-}
-
-int CombiningClass(char32_t c) {
-  return utf8proc_get_property(static_cast<utf8proc_int32_t>(c))->combining_class;
-}
-
-// NFC / NFKC / NFD with Hugging Face's alignments: every character of the
-// decomposition stays aligned to the original character it came from, and a
-// composed character takes the alignment of the first character it was composed
-// from (the starter), as the unicode-normalization-alignments crate reports.
-void ApplyUnicodeForm(NormalizedText& io, bool align, bool compat, bool decompose) {
-  std::string whole = decompose ? DecomposeUnicode(io.text, compat) : NormalizeUnicode(io.text, compat);
-  if (whole == io.text) return;
-  if (!align) {
-    io.text = std::move(whole);
-    io.identity = false;
-    return;
-  }
-  EnsureAlignment(io);
-  // The (compatibility) decomposition in canonical order, each code point with the
-  // byte index of the character of io.text it came from.
-  std::vector<char32_t> cps, one;
-  std::vector<uint32_t> src;
-  const std::string& in = io.text;
-  int len = 0;
-  for (size_t i = 0; i < in.size(); i += static_cast<size_t>(len)) {
-    one.clear();
-    Decompose(DecodeUtf8(in, i, len), compat, one);
-    for (const char32_t c : one) {
-      cps.push_back(c);
-      src.push_back(static_cast<uint32_t>(i));
-    }
-  }
-  // Canonical ordering of each run of marks. The alignments stay in place (the
-  // k-th mark of a run keeps the k-th original position), as Hugging Face does.
-  for (size_t i = 0; i < cps.size();) {
-    if (CombiningClass(cps[i]) == 0) { ++i; continue; }
-    size_t j = i;
-    while (j < cps.size() && CombiningClass(cps[j]) != 0) ++j;
-    std::stable_sort(cps.begin() + static_cast<std::ptrdiff_t>(i), cps.begin() + static_cast<std::ptrdiff_t>(j),
-                     [](char32_t a, char32_t b) { return CombiningClass(a) < CombiningClass(b); });
-    i = j;
-  }
-  NormalizedText out;
-  out.identity = false;
-  out.base = io.base;
-  // Each output character stands for the next (canonical) decomposition length of
-  // code points of that sequence.
-  size_t pos = 0;
-  for (size_t i = 0; i < whole.size(); i += static_cast<size_t>(len)) {
-    const char32_t c = DecodeUtf8(whole, i, len);
-    size_t n = 1;
-    if (!decompose) {
-      one.clear();
-      Decompose(c, false, one);
-      n = one.size();
-    }
-    const uint32_t s = src[std::min(pos, src.size() - 1)];
-    out.text.append(whole, i, static_cast<size_t>(len));
-    out.begin.resize(out.text.size(), io.begin[s]);
-    out.end.resize(out.text.size(), io.end[s]);
-    pos += n;
-  }
-  io = std::move(out);
 }
 
 }  // namespace
@@ -172,6 +94,12 @@ absl::Status Normalizer::ParseInto(const nlohmann::json& j, const std::string& p
     steps.push_back(std::move(s));
   } else if (type == "Lowercase") {
     steps.push_back(Step{Kind::kLowercase, false, false, false, false});
+  } else if (type == "StripAccents") {
+    steps.push_back(Step{Kind::kStripAccents, false, false, false, false});
+  } else if (type == "Nmt") {
+    steps.push_back(Step{Kind::kNmt, false, false, false, false});
+  } else if (type == "ByteLevel") {
+    steps.push_back(Step{Kind::kByteLevel, false, false, false, false});
   } else if (type == "BertNormalizer") {
     if (GetBool(j, "separate_numbers", false)) {
       return InvalidArgumentError(absl::StrCat("unsupported normalizer option: BertNormalizer.separate_numbers at ", path));
@@ -231,10 +159,24 @@ void Normalizer::ApplyStep(const Step& step, NormalizedText& io, bool align) {
     }
     case Kind::kPrepend: PrependText(io, step.text, align); return;
     case Kind::kStrip: StripWhitespace(io, step.strip_left, step.strip_right, align); return;
+    case Kind::kStripAccents: StripAccents(io, align); return;
+    case Kind::kNmt: NmtNormalize(io, align); return;
+    case Kind::kByteLevel: ByteLevelNormalize(io, align); return;
     case Kind::kLowercase:
     case Kind::kBert: break;
   }
   const bool bert = step.kind == Kind::kBert;
+  if (bert && step.strip_accents) {
+    // Hugging Face strips accents from the NFD of the whole text, marks in
+    // canonical order, then lowercases: clean_text and the CJK spaces first.
+    Step before = step;
+    before.strip_accents = false;
+    before.lowercase = false;
+    ApplyStep(before, io, align);
+    ApplyUnicodeForm(io, align, /*compat=*/false, /*decompose=*/true);
+    StripNonspacingMarks(io, align, step.lowercase);
+    return;
+  }
   if (align) EnsureAlignment(io);
   NormalizedText out;
   out.identity = false;
@@ -259,16 +201,7 @@ void Normalizer::ApplyStep(const Step& step, NormalizedText& io, bool align) {
       }
     }
     scratch.clear();
-    if (step.strip_accents) {
-      std::string nfd;
-      AppendNfd(c, nfd);
-      int l2 = 0;
-      for (size_t k = 0; k < nfd.size(); k += static_cast<size_t>(l2)) {
-        const char32_t d = DecodeUtf8(nfd, k, l2);
-        if (IsNonspacingMark(d)) continue;
-        if (step.lowercase) AppendLowercase(d, scratch); else AppendUtf8(d, scratch);
-      }
-    } else if (step.lowercase) {
+    if (step.lowercase) {
       AppendLowercase(c, scratch);
     } else {
       AppendUtf8(c, scratch);

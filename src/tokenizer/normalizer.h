@@ -1,6 +1,6 @@
 // Normalizers of tokenizer.json: NFC, NFKC, NFD, NFKD, Lowercase,
 // BertNormalizer, Precompiled (SentencePiece's charsmap), Replace, Prepend,
-// Strip and Sequence, applied to one piece of input text (the text between added tokens).
+// Strip, StripAccents, Nmt, ByteLevel and Sequence, applied to one piece of input text (the text between added tokens).
 //
 // Hugging Face tracks, for every normalised character, the range of original text
 // it came from; we keep the same thing per normalised byte (`begin`/`end`) so that
@@ -61,7 +61,9 @@ class Normalizer {
   [[nodiscard]] std::string ApplyToString(std::string_view s) const;
 
  private:
-  enum class Kind { kNfc, kNfkc, kNfd, kNfkd, kLowercase, kBert, kPrecompiled, kReplace, kPrepend, kStrip };
+  enum class Kind {
+    kNfc, kNfkc, kNfd, kNfkd, kLowercase, kBert, kPrecompiled, kReplace, kPrepend, kStrip, kStripAccents, kNmt, kByteLevel
+  };
   struct Step {
     Kind kind;
     bool clean_text = false;

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tokenbatch/core/errors.h"
+#include "tokenizer/json_number.h"
+#include "tokenizer/pre_tokenizer_rules.h"
 #include "tokenizer/transform.h"
 #include "tokenizer/unicode.h"
 
@@ -27,19 +29,6 @@ absl::StatusOr<std::shared_ptr<const Regex>> CompileShared(std::string_view patt
   auto r = Regex::Compile(pattern);
   if (!r.ok()) return r.status();
   return std::shared_ptr<const Regex>(std::move(*r));
-}
-
-// Appends word w's sub-range [b, e) of its virtual string (" " + text when
-// w.prefix_space) to `out`, dropping it when empty.
-void Emit(const Word& w, size_t b, size_t e, std::vector<Word>& out) {
-  if (e <= b) return;
-  if (!w.prefix_space) {
-    out.push_back({w.begin + static_cast<uint32_t>(b), w.begin + static_cast<uint32_t>(e), false});
-    return;
-  }
-  const bool prefix = b == 0;
-  const size_t rb = b == 0 ? 0 : b - 1;
-  out.push_back({w.begin + static_cast<uint32_t>(rb), w.begin + static_cast<uint32_t>(e - 1), prefix});
 }
 
 }  // namespace
@@ -102,12 +91,9 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string&
     if (!compiled.ok()) return compiled.status();
     step.regex = std::move(*compiled);
     const std::string behavior = j.at("behavior").get<std::string>();
-    if (behavior == "Removed") step.behavior = Behavior::kRemoved;
-    else if (behavior == "Isolated") step.behavior = Behavior::kIsolated;
-    else if (behavior == "MergedWithPrevious") step.behavior = Behavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext") step.behavior = Behavior::kMergedWithNext;
-    else if (behavior == "Contiguous") step.behavior = Behavior::kContiguous;
-    else return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: Split behavior ", behavior, " at ", path));
+    const std::optional<SplitBehavior> parsed = ParseSplitBehavior(behavior);
+    if (!parsed) return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: Split behavior ", behavior, " at ", path));
+    step.behavior = *parsed;
     step.invert = j.value("invert", false);
   } else if (type == "ByteLevel") {
     step.kind = Kind::kByteLevel;
@@ -135,8 +121,45 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string&
     auto compiled = CompileShared(kWhitespacePattern);
     if (!compiled.ok()) return compiled.status();
     step.regex = *compiled;
-    step.behavior = Behavior::kRemoved;
+    step.behavior = SplitBehavior::kRemoved;
     step.invert = true;
+  } else if (type == "Punctuation" || type == "Digits" || type == "CharDelimiterSplit") {
+    step.kind = Kind::kCharClass;
+    if (type == "Punctuation") {
+      const std::string behavior = j.value("behavior", std::string("Isolated"));
+      const std::optional<SplitBehavior> parsed = ParseSplitBehavior(behavior);
+      if (!parsed) {
+        return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: Punctuation behavior ", behavior, " at ", path));
+      }
+      step.behavior = *parsed;
+    } else if (type == "Digits") {
+      step.char_class = CharClass::kNumeric;
+      step.behavior = j.value("individual_digits", false) ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+    } else {
+      step.char_class = CharClass::kDelimiter;
+      step.behavior = SplitBehavior::kRemoved;
+      const std::string delimiter = j.at("delimiter").get<std::string>();
+      int len = 0;
+      if (delimiter.empty() || !ValidateUtf8(delimiter).ok() ||
+          (DecodeUtf8(delimiter, 0, len), static_cast<size_t>(len) != delimiter.size())) {
+        return InvalidArgumentError(absl::StrCat(path, " (CharDelimiterSplit): delimiter must be one character"));
+      }
+      step.delimiter = DecodeUtf8(delimiter, 0, len);
+    }
+  } else if (type == "FixedLength") {
+    step.kind = Kind::kFixedLength;
+    const absl::StatusOr<size_t> length =
+        j.contains("length") ? JsonWhole<size_t>(j.at("length"), absl::StrCat(path, " (FixedLength) length"))
+                            : absl::StatusOr<size_t>(5);
+    if (!length.ok()) return length.status();
+    if (*length == 0) return InvalidArgumentError(absl::StrCat(path, " (FixedLength): length must be at least 1"));
+    step.length = *length;
+  } else if (type == "UnicodeScripts") {
+    // Hugging Face classifies characters by its own Unicode 9.0 script table
+    // (tokenizers/src/pre_tokenizers/unicode_scripts/scripts.rs), which no
+    // library here carries; refused rather than split by other tables.
+    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: UnicodeScripts at ", path,
+                                             " (needs Hugging Face's Unicode 9.0 script table)"));
   } else {
     return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type, " at ", path));
   }
@@ -243,77 +266,31 @@ void PreTokenizer::ApplyStep(const Step& step, std::string_view text, const std:
       for (size_t i = 0; i < s.size(); i += static_cast<size_t>(len)) {
         const char32_t c = DecodeUtf8(s, i, len);
         if (IsWhitespace(c)) {
-          Emit(w, start, i, out);
+          EmitWordPart(w, start, i, out);
           start = i + static_cast<size_t>(len);
         } else if (step.kind == Kind::kBert && ((c < 0x80 && std::ispunct(static_cast<int>(c))) || IsPunctuation(c))) {
-          Emit(w, start, i, out);
-          Emit(w, i, i + static_cast<size_t>(len), out);
+          EmitWordPart(w, start, i, out);
+          EmitWordPart(w, i, i + static_cast<size_t>(len), out);
           start = i + static_cast<size_t>(len);
         }
       }
-      Emit(w, start, s.size(), out);
+      EmitWordPart(w, start, s.size(), out);
       continue;
     }
-    if (!step.regex) {  // ByteLevel without use_regex: no split
-      Emit(w, 0, s.size(), out);
+    if (step.kind == Kind::kFixedLength) {
+      SplitFixedLength(w, s, step.length, out);
       continue;
     }
-    matches.clear();
-    step.regex->FindAll(s, matches);
-    // Segments covering s, each flagged as delimiter (a match, or a gap when inverted).
-    size_t pos = 0;
-    size_t pending_begin = 0;  // kMergedWithNext / kContiguous: start of the open segment
-    bool pending = false;
-    bool pending_is_delim = false;
-    const auto segment = [&](size_t b, size_t e, bool is_delim) {
-      if (e <= b) return;
-      switch (step.behavior) {
-        case Behavior::kRemoved:
-          if (!is_delim) Emit(w, b, e, out);
-          break;
-        case Behavior::kIsolated:
-          Emit(w, b, e, out);
-          break;
-        case Behavior::kMergedWithPrevious:
-          if (is_delim && pending) {
-            Emit(w, pending_begin, e, out);
-            pending = false;
-          } else {
-            if (pending) Emit(w, pending_begin, b, out);
-            pending_begin = b;
-            pending = true;
-            if (is_delim) {
-              Emit(w, b, e, out);
-              pending = false;
-            }
-          }
-          break;
-        case Behavior::kMergedWithNext:
-          if (is_delim) {
-            if (pending) Emit(w, pending_begin, b, out);
-            pending_begin = b;
-            pending = true;
-          } else {
-            Emit(w, pending ? pending_begin : b, e, out);
-            pending = false;
-          }
-          break;
-        case Behavior::kContiguous:
-          if (pending && pending_is_delim == is_delim) break;  // extend the open run
-          if (pending) Emit(w, pending_begin, b, out);
-          pending_begin = b;
-          pending = true;
-          pending_is_delim = is_delim;
-          break;
-      }
-    };
-    for (const auto& [mb, me] : matches) {
-      segment(pos, mb, step.invert);
-      segment(mb, me, !step.invert);
-      pos = me;
+    if (step.kind == Kind::kCharClass) {
+      FindCharMatches(s, step.char_class, step.delimiter, matches);
+    } else if (step.regex) {
+      matches.clear();
+      step.regex->FindAll(s, matches);
+    } else {  // ByteLevel without use_regex: no split
+      EmitWordPart(w, 0, s.size(), out);
+      continue;
     }
-    segment(pos, s.size(), step.invert);
-    if (pending) Emit(w, pending_begin, s.size(), out);
+    SplitAtMatches(w, s.size(), matches, step.behavior, step.invert, out);
   }
 }
 

@@ -1,7 +1,7 @@
 // Pre-tokenizers of tokenizer.json: Split (regex or literal pattern, every split
 // behaviour, invert), ByteLevel (add_prefix_space, use_regex), BertPreTokenizer,
-// Whitespace, WhitespaceSplit, Metaspace (replacement, prepend_scheme, split) and
-// Sequence. They cut normalised text into the words the model encodes one at a
+// Whitespace, WhitespaceSplit, Metaspace (replacement, prepend_scheme, split),
+// CharDelimiterSplit, Punctuation, Digits, FixedLength and Sequence. They cut normalised text into the words the model encodes one at a
 // time. Metaspace also rewrites the text (spaces become the replacement
 // character, which may be put before a word), as Hugging Face's does; those
 // pre-tokenizers go through SplitRewriting.
@@ -43,6 +43,16 @@ struct MetaspaceOptions {
 // character, an unknown scheme or a contradiction; json exceptions for wrong types.
 [[nodiscard]] absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const nlohmann::json& j, const std::string& path);
 
+// How a split keeps the delimiters it finds (Hugging Face's SplitDelimiterBehavior).
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+// The character classes a pre-tokenizer splits on, one match per character.
+enum class CharClass {
+  kPunctuation,  // ASCII punctuation or general category P* (Punctuation)
+  kNumeric,      // Rust's char::is_numeric (Digits)
+  kDelimiter,    // one given character (CharDelimiterSplit)
+};
+
 class PreTokenizer {
  public:
   // Parses the "pre_tokenizer" field (null means the whole piece is one word).
@@ -69,14 +79,16 @@ class PreTokenizer {
   void SplitRewriting(NormalizedText& io, bool align, std::vector<Word>& words, std::vector<Word>& scratch) const;
 
  private:
-  enum class Kind { kSplit, kByteLevel, kBert, kWhitespaceSplit, kMetaspace };
+  enum class Kind { kSplit, kByteLevel, kBert, kWhitespaceSplit, kMetaspace, kCharClass, kFixedLength };
   enum class Prepend { kAlways, kFirst, kNever };
-  enum class Behavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
   struct Step {
     Kind kind = Kind::kSplit;
     std::shared_ptr<const Regex> regex;  // kSplit, and kByteLevel with use_regex
-    Behavior behavior = Behavior::kIsolated;
+    SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;
+    CharClass char_class = CharClass::kPunctuation;  // kCharClass
+    char32_t delimiter = 0;              // kCharClass kDelimiter
+    size_t length = 5;                   // kFixedLength: characters per word
     bool add_prefix_space = false;
     std::string replacement;  // kMetaspace: one character, UTF-8
     Prepend prepend = Prepend::kAlways;

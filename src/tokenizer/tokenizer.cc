@@ -37,7 +37,8 @@ absl::Status UnencodableWord(std::string_view word) {
   size_t n = std::min<size_t>(word.size(), 64);
   while (n < word.size() && n > 0 && (static_cast<unsigned char>(word[n]) & 0xC0) == 0x80) --n;
   return InvalidArgumentError(absl::StrCat("the model has no piece for a character of \"", std::string(word.substr(0, n)),
-                                           n < word.size() ? "...": "", "\" and no unk token (Unigram without unk_id)"));
+                                           n < word.size() ? "...": "",
+                                           "\" and no unk token (Unigram without unk_id, WordLevel without unk_token)"));
 }
 
 // Copies bytes [b, e) of `from` into `to`, with their alignments when `align`.
@@ -149,7 +150,11 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
     if (seg.id >= 0) {
       if (enc != nullptr) {
         enc->ids.push_back(static_cast<uint32_t>(seg.id));
-        if (with_offsets) enc->offsets.emplace_back(seg.begin, seg.end);
+        if (with_offsets) {
+          uint32_t ob = seg.begin, oe = seg.end;
+          if (post.trim_offsets) TrimOffsets(text, text.substr(seg.begin, seg.end - seg.begin), false, enc->offsets.size(), ob, oe);
+          enc->offsets.emplace_back(ob, oe);
+        }
         if (with_word_ends) enc->word_ends.push_back(static_cast<uint32_t>(enc->ids.size()));
       } else {
         ++*count;
@@ -164,7 +169,13 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
       if (sub.id >= 0) {
         if (enc != nullptr) {
           enc->ids.push_back(static_cast<uint32_t>(sub.id));
-          if (with_offsets) enc->offsets.emplace_back(sc.norm.OriginalBegin(sub.begin), sc.norm.OriginalEnd(sub.end));
+          if (with_offsets) {
+            uint32_t ob = sc.norm.OriginalBegin(sub.begin), oe = sc.norm.OriginalEnd(sub.end);
+            if (post.trim_offsets) {
+              TrimOffsets(text, std::string_view(norm).substr(sub.begin, sub.end - sub.begin), false, enc->offsets.size(), ob, oe);
+            }
+            enc->offsets.emplace_back(ob, oe);
+          }
           if (with_word_ends) enc->word_ends.push_back(static_cast<uint32_t>(enc->ids.size()));
         } else {
           ++*count;
@@ -218,13 +229,15 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
           if (k > 0 && (sc.ends[k] & internal::Model::kSameBegin) == 0) vb = sc.ends[k - 1] & ~internal::Model::kSameBegin;
           uint32_t ob, oe;
           if (ve <= p || w.begin == w.end) {  // only the virtual prefix space
+            // Hugging Face aligns the prepended space to the character after it
+            // (the first of its word, or of the next word when it stands alone).
             ob = wtext->OriginalBegin(word_base);
-            oe = ob;  // Hugging Face gives the prepended space an empty range
+            oe = word_base < wtext->text.size() ? wtext->OriginalEnd(word_base + 1) : ob;
           } else {
             ob = wtext->OriginalBegin(word_base + std::max(vb, p) - p);
             oe = wtext->OriginalEnd(word_base + ve - p);
           }
-          if (post.trim_offsets) TrimOffsets(text, word.substr(vb, ve - vb), enc->offsets.size(), ob, oe);
+          if (post.trim_offsets) TrimOffsets(text, word.substr(vb, ve - vb), true, enc->offsets.size(), ob, oe);
           enc->offsets.emplace_back(ob, oe);
         }
       }
@@ -237,13 +250,25 @@ absl::Status Tokenizer::Impl::Run(std::string_view text, bool with_offsets, Enco
 // token from its offsets (except the space add_prefix_space itself added to the
 // first token). Hugging Face moves the offsets by that many characters of the
 // original text (its offsets are in characters at that point), so a space that
-// normalisation made from U+3000 drops all three bytes of it.
-void Tokenizer::Impl::TrimOffsets(std::string_view text, std::string_view token, size_t index, uint32_t& b,
-                                  uint32_t& e) const {
+// normalisation made from U+3000 drops all three bytes of it. A model token
+// (`byte_level_token`: raw bytes of a byte-level word) counts its ' ' bytes, the
+// bytes written as U+0120 in its vocabulary; an added token's text counts its
+// White_Space characters and U+0120 itself.
+void Tokenizer::Impl::TrimOffsets(std::string_view text, std::string_view token, bool byte_level_token, size_t index,
+                                  uint32_t& b, uint32_t& e) const {
   const auto is_cont = [&](uint32_t i) { return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80; };
   size_t lead = 0, trail = 0;
-  while (lead < token.size() && token[lead] == ' ') ++lead;
-  while (trail < token.size() && token[token.size() - 1 - trail] == ' ') ++trail;
+  if (byte_level_token) {
+    while (lead < token.size() && token[lead] == ' ') ++lead;
+    while (trail < token.size() && token[token.size() - 1 - trail] == ' ') ++trail;
+  } else {
+    const auto space = [](char32_t c) { return c == 0x120 || internal::IsWhitespace(c); };
+    std::vector<char32_t> chars;
+    int len = 0;
+    for (size_t i = 0; i < token.size(); i += static_cast<size_t>(len)) chars.push_back(internal::DecodeUtf8(token, i, len));
+    while (lead < chars.size() && space(chars[lead])) ++lead;
+    while (trail < chars.size() && space(chars[chars.size() - 1 - trail])) ++trail;
+  }
   if (lead > 0) {
     const bool first = index == 0 || b == 0;
     if (first && post.trim_add_prefix_space && lead == 1) lead = 0;

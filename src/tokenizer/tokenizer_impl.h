@@ -35,7 +35,8 @@ struct Tokenizer::Impl {
                    bool with_word_ends = false) const;
   // Puts the post-processor's special tokens around enc's ids; fills enc.special.
   void AddSpecialTokens(Encoding& enc, bool with_offsets) const;
-  void TrimOffsets(std::string_view text, std::string_view token, size_t index, uint32_t& b, uint32_t& e) const;
+  void TrimOffsets(std::string_view text, std::string_view token, bool byte_level_token, size_t index, uint32_t& b,
+                   uint32_t& e) const;
 };
 
 }  // namespace tokenbatch::tokenizer

@@ -3,7 +3,9 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <cstdlib>
 #include <memory>
 
@@ -12,6 +14,19 @@
 
 namespace tokenbatch::tokenizer::internal {
 namespace {
+
+struct CodePointRange {
+  char32_t first;
+  char32_t last;
+};
+#include "tokenizer/unicode_tables.inc"
+
+template <size_t N>
+bool InRanges(const CodePointRange (&table)[N], char32_t c) {
+  const CodePointRange* it = std::upper_bound(std::begin(table), std::end(table), c,
+                                              [](char32_t v, const CodePointRange& r) { return v < r.first; });
+  return it != std::begin(table) && c <= (it - 1)->last;
+}
 
 utf8proc_category_t Category(char32_t c) {
   return utf8proc_category(static_cast<utf8proc_int32_t>(c));
@@ -97,10 +112,25 @@ bool IsPunctuation(char32_t c) {
 
 bool IsOther(char32_t c) {
   const auto cat = Category(c);
-  return cat == UTF8PROC_CATEGORY_CN || cat >= UTF8PROC_CATEGORY_CC;
+  return cat >= UTF8PROC_CATEGORY_CC;
 }
 
 bool IsNonspacingMark(char32_t c) { return Category(c) == UTF8PROC_CATEGORY_MN; }
+
+bool IsMark(char32_t c) {
+  const auto cat = Category(c);
+  return cat >= UTF8PROC_CATEGORY_MN && cat <= UTF8PROC_CATEGORY_ME;
+}
+
+bool IsRegexWordChar(char32_t c) {
+  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  return InRanges(kRegexWordRanges, c);
+}
+
+bool IsNumeric(char32_t c) {
+  if (c < 0x80) return c >= '0' && c <= '9';
+  return InRanges(kNumericRanges, c);
+}
 
 bool IsChineseChar(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -120,23 +150,6 @@ void AppendLowercase(char32_t c, std::string& out) {
     return;
   }
   AppendUtf8(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))), out);
-}
-
-void AppendNfd(char32_t c, std::string& out) {
-  if (c < 0xC0) {  // nothing below U+00C0 decomposes canonically
-    AppendUtf8(c, out);
-    return;
-  }
-  std::array<utf8proc_int32_t, 8> buf{};
-  int last_boundclass = 0;
-  const utf8proc_ssize_t n = utf8proc_decompose_char(
-      static_cast<utf8proc_int32_t>(c), buf.data(), static_cast<utf8proc_ssize_t>(buf.size()),
-      UTF8PROC_DECOMPOSE, &last_boundclass);
-  if (n <= 0 || n > static_cast<utf8proc_ssize_t>(buf.size())) {
-    AppendUtf8(c, out);
-    return;
-  }
-  for (utf8proc_ssize_t k = 0; k < n; ++k) AppendUtf8(static_cast<char32_t>(buf[k]), out);
 }
 
 namespace {

@@ -1,10 +1,13 @@
 // UTF-8 decoding and the Unicode predicates the tokenizer components need, on top
 // of utf8proc (Debian's libutf8proc). Internal to src/tokenizer.
 //
-// All functions are pure and thread-safe. Character properties come from the
-// utf8proc tables (Unicode 15.0 in Debian 12's libutf8proc 2.8); Hugging Face uses
-// Rust's tables, which are newer, so code points assigned after Unicode 15.0 may be
-// classified differently (see testdata/tokenizer/exceptions.json).
+// All functions are pure and thread-safe. Most character properties come from
+// the utf8proc tables (Unicode 15.0 in Debian 12's libutf8proc 2.8); Hugging Face
+// uses Rust's tables, which are newer, so code points assigned after Unicode 15.0
+// may be classified differently (see testdata/tokenizer/exceptions.json). The
+// classes that Rust code of the reference tests directly (IsRegexWordChar,
+// IsNumeric) come from generated Unicode 16.0 tables instead, the version of the
+// reference wheel's regex crate (scripts/tokenizer/gen_unicode_tables.py).
 #pragma once
 
 #include <cstddef>
@@ -42,20 +45,28 @@ void AppendUtf8(char32_t c, std::string& out);
 [[nodiscard]] bool IsWhitespace(char32_t c);
 // Unicode general category P* (Pc, Pd, Ps, Pe, Pi, Pf, Po).
 [[nodiscard]] bool IsPunctuation(char32_t c);
-// Unicode general category C* other than Cs (Cc, Cf, Co, Cn) plus Cs: Rust's
-// unicode_categories `is_other`, which BertNormalizer's clean_text removes.
+// Unicode general categories Cc, Cf, Co and Cs: what BertNormalizer's clean_text
+// removes. Unassigned code points (Cn) are kept, as Hugging Face keeps them.
 [[nodiscard]] bool IsOther(char32_t c);
 // Unicode general category Mn (what strip_accents removes after NFD).
 [[nodiscard]] bool IsNonspacingMark(char32_t c);
+// Unicode general category M* (Mn, Mc, Me): what the StripAccents normalizer
+// removes (unicode-normalization's is_combining_mark).
+[[nodiscard]] bool IsMark(char32_t c);
+// The Rust regex crate's `\w` (Alphabetic, marks, Nd, Pc, Join_Control) from
+// the Unicode 16.0 tables of unicode_tables.inc: the word boundary of
+// single_word added tokens.
+[[nodiscard]] bool IsRegexWordChar(char32_t c);
+// Rust's char::is_numeric (Nd, Nl, No) from the Unicode 16.0 tables of
+// unicode_tables.inc: what the Digits pre-tokenizer splits on (the reference's
+// standard library is Unicode 17.0: numbers added there differ).
+[[nodiscard]] bool IsNumeric(char32_t c);
 // The CJK ideograph blocks of the original BERT tokenizer (handle_chinese_chars).
 [[nodiscard]] bool IsChineseChar(char32_t c);
 
 // Appends the full lowercase mapping of `c` (Rust's char::to_lowercase: simple
 // mappings plus U+0130 -> "i\u0307").
 void AppendLowercase(char32_t c, std::string& out);
-
-// Appends the canonical decomposition (NFD) of the single code point `c`.
-void AppendNfd(char32_t c, std::string& out);
 
 // Normalises `s` (valid UTF-8) to NFD (`compat` false) or NFKD (`compat` true).
 [[nodiscard]] std::string DecomposeUnicode(std::string_view s, bool compat = false);

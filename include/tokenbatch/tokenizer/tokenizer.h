@@ -3,26 +3,31 @@
 // A Tokenizer loads the tokenizer.json that every Hugging Face model ships and
 // encodes text to the same ids as Hugging Face's own `tokenizers` library (the
 // reference for our golden tests), and decodes ids back to text as it does.
-// Supported components:
+// Supported components (docs/tokenizer-coverage.md has the full table):
 //   models:          BPE (byte-level or not; merges as "a b" or [a, b];
-//                    ignore_merges; byte_fallback; unk/fuse_unk), WordPiece, and
-//                    Unigram (SentencePiece's: Viterbi over piece scores, unk_id,
-//                    byte_fallback to <0xNN> pieces)
+//                    ignore_merges; byte_fallback; unk/fuse_unk;
+//                    continuing_subword_prefix, end_of_word_suffix; dropout
+//                    ignored, as it only randomises training), WordPiece,
+//                    WordLevel, and Unigram (SentencePiece's: Viterbi over piece
+//                    scores, unk_id, byte_fallback to <0xNN> pieces)
 //   normalizers:     NFC, NFKC, NFD, NFKD, Lowercase, BertNormalizer, Precompiled
-//                    (SentencePiece's charsmap), Replace, Prepend, Strip, Sequence
+//                    (SentencePiece's charsmap), Replace, Prepend, Strip,
+//                    StripAccents, Nmt, ByteLevel, Sequence
 //   pre-tokenizers:  Split (regex or string, all behaviours, invert), ByteLevel,
 //                    BertPreTokenizer, Whitespace, WhitespaceSplit, Metaspace
 //                    (replacement, prepend_scheme always/first/never, split),
+//                    CharDelimiterSplit, Punctuation, Digits, FixedLength,
 //                    Sequence
 //   post-processors: TemplateProcessing (single and pair), BertProcessing,
 //                    RobertaProcessing, ByteLevel, Sequence
 //   decoders:        ByteLevel, WordPiece, Metaspace, BPEDecoder, Replace,
-//                    ByteFallback, Fuse, Strip, Sequence
+//                    ByteFallback, Fuse, Strip, CTC, Sequence
 //   added tokens:    matched in the raw text before normalisation (or in the
 //                    normalised text for "normalized": true), leftmost-longest,
-//                    with lstrip / rstrip / single_word
-// Anything else (BPE dropout, a CTC decoder, a Digits pre-tokenizer, ...) is
-// refused at load with an error naming it and its JSON path (e.g. "unsupported
+//                    with lstrip / rstrip / single_word (the regex crate's \w of
+//                    Unicode 16.0 as the word class)
+// Anything else (the UnicodeScripts pre-tokenizer, an unknown type) is refused
+// at load with an error naming it and its JSON path (e.g. "unsupported
 // normalizer: Foo at normalizer.normalizers[1]"). Two fields are read but
 // deliberately not applied by Encode/Count: "padding" (padding is the batcher's
 // job), and "truncation" (Hugging Face would cut every encoding to its
@@ -40,14 +45,18 @@
 // method blocks on I/O except FromFile.
 //
 // Exactness: ids, offsets and decodings equal Hugging Face tokenizers 0.23 on the
-// committed goldens (testdata/tokenizer) and on the build-time goldens of the
-// SentencePiece family (scripts/tokenizer/generate_build_goldens.py), Unigram
+// committed goldens (testdata/tokenizer), on the build-time goldens of the
+// SentencePiece family (scripts/tokenizer/generate_build_goldens.py) and under
+// the differential fuzzer (scripts/tokenizer/differential_fuzz.py), Unigram
 // scores included: they are read as Hugging Face's JSON parser reads them, last
-// bits and all, since they decide ties. Known differences: code points assigned
-// after Unicode 15.0 (Debian 12's libutf8proc tables) are classified as
-// unassigned, which changes BertNormalizer's clean_text for them
-// (testdata/tokenizer/exceptions.json); Decode refuses ids outside the
-// vocabulary, which Hugging Face drops silently.
+// bits and all, since they decide ties. Known differences: character classes
+// come from Debian's utf8proc (Unicode 15.0) where Hugging Face's own tables
+// are older (Unicode 8.0 categories for BertNormalizer, BertPreTokenizer,
+// Punctuation and StripAccents; old normalization data) or newer (Unicode 17.0
+// in Rust's standard library for Digits and Lowercase), so characters assigned
+// or recategorised between those versions can be classified differently
+// (docs/tokenizer-coverage.md); Decode refuses ids outside the vocabulary, which
+// Hugging Face drops silently.
 //
 // Invalid UTF-8 input is refused with InvalidArgumentError (kInvalidArgument)
 // naming the byte offset; it is never read past its end nor replaced silently.
