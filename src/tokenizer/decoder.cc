@@ -74,13 +74,9 @@ absl::Status Decoder::ParseInto(const nlohmann::json& j, const std::string& path
     step.kind = Kind::kFuse;
   } else if (type == "Strip") {
     step.kind = Kind::kStrip;
-    const std::string content = j.at("content").get<std::string>();
-    int len = 0;
-    if (content.empty() || !ValidateUtf8(content).ok() ||
-        (DecodeUtf8(content, 0, len), static_cast<size_t>(len) != content.size())) {
-      return InvalidArgumentError(absl::StrCat(path, " (Strip): content must be one character"));
-    }
-    step.strip_char = DecodeUtf8(content, 0, len);
+    const std::optional<char32_t> content = SingleCharacter(j.at("content").get<std::string>());
+    if (!content) return InvalidArgumentError(absl::StrCat(path, " (Strip): content must be one character"));
+    step.strip_char = *content;
     const absl::StatusOr<size_t> start = JsonWhole<size_t>(j.at("start"), absl::StrCat(path, " (Strip) start"));
     const absl::StatusOr<size_t> stop = JsonWhole<size_t>(j.at("stop"), absl::StrCat(path, " (Strip) stop"));
     if (!start.ok()) return start.status();

@@ -36,9 +36,7 @@ absl::StatusOr<std::shared_ptr<const Regex>> CompileShared(std::string_view patt
 absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(const nlohmann::json& j, const std::string& path) {
   MetaspaceOptions out;
   out.replacement = j.at("replacement").get<std::string>();
-  int len = 0;
-  if (out.replacement.empty() || !ValidateUtf8(out.replacement).ok() ||
-      (DecodeUtf8(out.replacement, 0, len), static_cast<size_t>(len) != out.replacement.size())) {
+  if (!SingleCharacter(out.replacement)) {
     return InvalidArgumentError(absl::StrCat(path, " (Metaspace): replacement must be one character"));
   }
   out.prepend_scheme = j.contains("prepend_scheme") ? j.at("prepend_scheme").get<std::string>() : "always";
@@ -138,13 +136,11 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string&
     } else {
       step.char_class = CharClass::kDelimiter;
       step.behavior = SplitBehavior::kRemoved;
-      const std::string delimiter = j.at("delimiter").get<std::string>();
-      int len = 0;
-      if (delimiter.empty() || !ValidateUtf8(delimiter).ok() ||
-          (DecodeUtf8(delimiter, 0, len), static_cast<size_t>(len) != delimiter.size())) {
+      const std::optional<char32_t> delimiter = SingleCharacter(j.at("delimiter").get<std::string>());
+      if (!delimiter) {
         return InvalidArgumentError(absl::StrCat(path, " (CharDelimiterSplit): delimiter must be one character"));
       }
-      step.delimiter = DecodeUtf8(delimiter, 0, len);
+      step.delimiter = *delimiter;
     }
   } else if (type == "FixedLength") {
     step.kind = Kind::kFixedLength;

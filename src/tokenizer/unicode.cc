@@ -92,6 +92,14 @@ absl::Status ValidateUtf8(std::string_view s) {
   return absl::OkStatus();
 }
 
+std::optional<char32_t> SingleCharacter(std::string_view s) {
+  if (s.empty() || !ValidateUtf8(s).ok()) return std::nullopt;
+  int len = 0;
+  const char32_t c = DecodeUtf8(s, 0, len);
+  if (static_cast<size_t>(len) != s.size()) return std::nullopt;
+  return c;
+}
+
 bool IsAscii(std::string_view s) {
   for (const char ch : s) {
     if (static_cast<unsigned char>(ch) >= 0x80) return false;

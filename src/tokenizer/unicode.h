@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,10 @@ void AppendUtf8(char32_t c, std::string& out);
 // OK when `s` is well-formed UTF-8 (no overlong forms, no surrogates, nothing past
 // U+10FFFF); otherwise InvalidArgumentError naming the first bad byte offset.
 [[nodiscard]] absl::Status ValidateUtf8(std::string_view s);
+
+// The code point of `s` when `s` is exactly one well-formed UTF-8 character;
+// nullopt otherwise (empty, longer, or malformed).
+[[nodiscard]] std::optional<char32_t> SingleCharacter(std::string_view s);
 
 // True when every byte is < 0x80.
 [[nodiscard]] bool IsAscii(std::string_view s);
