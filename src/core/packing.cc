@@ -12,18 +12,39 @@ class BatchBuilder {
   explicit BatchBuilder(const BatchLimits& limits) : limits_(limits) {}
 
   // The anchor goes in unconditionally (see Scheduler: it must not starve).
-  void AddAnchor(const Slot& r) { Add(r, limits_.cost_model->SingleCost(r.tokens)); }
+  void AddAnchor(const Slot& r) {
+    if (limits_.memory_model != nullptr) {
+      result_.anchor_memory_bytes = limits_.memory_model->SingleCost(r.tokens);
+      result_.memory_bytes = result_.anchor_memory_bytes;
+    }
+    Add(r, limits_.cost_model->SingleCost(r.tokens));
+  }
 
-  // Adds `r` if the batch stays within budget; false (and budget_full) otherwise.
+  // Adds `r` if the batch stays within budget (and the memory allowance); false
+  // (and budget_full, memory_full) otherwise.
   bool TryAdd(const Slot& r) {
-    const std::int64_t cost = limits_.cost_model->Cost(result_.shape.With(r.tokens));
+    const BatchShape shape = result_.shape.With(r.tokens);
+    const std::int64_t cost = limits_.cost_model->Cost(shape);
     if (cost > limits_.budget) {
       result_.budget_full = true;
       return false;
     }
+    if (limits_.memory_model != nullptr) {
+      const std::int64_t bytes = limits_.memory_model->Cost(shape);
+      if (bytes > limits_.memory_allowance) {
+        result_.budget_full = true;
+        memory_full_ = true;
+        return false;
+      }
+      result_.memory_bytes = bytes;
+    }
     Add(r, cost);
     return true;
   }
+
+  // A candidate did not fit the memory allowance: none will, since a memory
+  // model's bytes grow with B whatever the candidate's length.
+  [[nodiscard]] bool memory_full() const { return memory_full_; }
 
   // Whether adding `r` keeps the batch's padding efficiency at or above the floor.
   [[nodiscard]] bool KeepsPaddingEfficiency(const Slot& r) const {
@@ -45,6 +66,7 @@ class BatchBuilder {
 
   const BatchLimits& limits_;
   PackResult result_;
+  bool memory_full_ = false;
 };
 
 PackResult PackInOrder(const ArrivalIndex& order, const BatchLimits& limits) {
@@ -86,7 +108,7 @@ PackResult PackLengthAware(const PriorityLevel& level, const BatchLimits& limits
   // `sum` an even shorter request may still fit, so keep looking.
   const bool shorter_cost_depends_on_length = limits.cost_model->kind() == CostModelKind::kSum;
   auto slot_of = [](const LengthIndex::const_iterator& e) { return Slot{e.id(), e.tokens()}; };
-  for (std::int64_t examined = 0; examined < lookahead && !builder.size_full() &&
+  for (std::int64_t examined = 0; examined < lookahead && !builder.size_full() && !builder.memory_full() &&
                                   (longer_open || shorter_open);
        ++examined) {
     bool take_longer = longer_open;

@@ -22,14 +22,22 @@ struct BatchLimits {
   // PackLengthAware only: a candidate that would bring the batch's padding
   // efficiency (Σ tokens / B·Lmax) below this is not added. 0 = no floor.
   double min_padding_efficiency = 0;
+  // Set: a second limit, in bytes under this model (DecisionContext::memory_model):
+  // no candidate is added that would bring the batch's bytes above
+  // memory_allowance. The anchor is added regardless; PackResult says its bytes.
+  const CostModel* memory_model = nullptr;
+  std::int64_t memory_allowance = 0;
 };
 
 struct PackResult {
   std::vector<RequestId> ids;  // anchor first
   BatchShape shape;
   std::int64_t cost = 0;
-  bool budget_full = false;  // a candidate was left out because it would exceed the budget
+  bool budget_full = false;  // a candidate was left out because it would exceed the budget (or the memory)
   bool size_full = false;    // max_batch_size reached
+  // With BatchLimits::memory_model: the batch's bytes, and the anchor's alone.
+  std::int64_t memory_bytes = 0;
+  std::int64_t anchor_memory_bytes = 0;
 };
 
 // Arrival order from the level's oldest; stops at the first request that does not

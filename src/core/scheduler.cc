@@ -155,7 +155,9 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
   const auto& [anchor_key, anchor] = level->oldest();
   const int anchor_bucket = s.queue.BucketOf(anchor.tokens);
   const internal::BatchLimits limits{&o.cost_model, budget, o.max_batch_size,
-                                     o.length_aware_min_padding_efficiency};
+                                     o.length_aware_min_padding_efficiency, context.memory_model,
+                                     std::max<std::int64_t>(0, context.memory_allowance)};
+  const bool memory_limited = context.memory_model != nullptr;
 
   PackResult pack;
   switch (o.policy) {
@@ -168,6 +170,13 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     case PackingPolicy::kLengthAware:
       pack = internal::PackLengthAware(*level, limits, o.length_aware_lookahead);
       break;
+  }
+  if (memory_limited && pack.anchor_memory_bytes > limits.memory_allowance) {
+    // Only memory another batch gives back can start this one: no waiting for
+    // company or max_wait applies until then, only the deadlines.
+    d.memory_needed = pack.anchor_memory_bytes;
+    if (const auto deadline = s.queue.EarliestDeadline()) d.wake_at = SaturatingAdd(*deadline, Duration(1));
+    return d;
   }
   const TimePoint anchor_due = SaturatingAdd(anchor_key.arrival, o.max_wait);
   DispatchReason reason = FillReason(pack, o, budget);
@@ -186,6 +195,7 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
       if (bucket == anchor_bucket) continue;
       PackResult other = internal::PackBucket(order, limits);
       if (other.cost > budget) continue;  // only the anchor may exceed a shrunk budget
+      if (memory_limited && other.anchor_memory_bytes > limits.memory_allowance) continue;
       if (DispatchReason r = FillReason(other, o, budget); r != DispatchReason::kNone) {
         pack = std::move(other);
         reason = r;
@@ -212,6 +222,7 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     d.batch = std::move(pack.ids);
     d.shape = pack.shape;
     d.cost = pack.cost;
+    d.memory_bytes = pack.memory_bytes;
     d.reason = reason;
     if (!s.queue.empty()) d.wake_at = now;  // more may be ready: ask again at once
   }

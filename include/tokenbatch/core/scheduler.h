@@ -28,6 +28,9 @@
 //   4. Otherwise nothing is dispatched and `wake_at` says when to ask again:
 //      the oldest request's arrival + max_wait, the end of the adaptive hold, or
 //      an earlier deadline.
+//   With a device memory shared by other models (DecisionContext::memory_model),
+//   the batch must also fit memory_allowance bytes; an anchor that alone does
+//   not is not dispatched, and Decision::memory_needed says what it needs.
 //
 //   Example (seed note, fifo, sum cost, budget 4096): A 30, B 1800, C 300, D 1200,
 //   E 1500 arrive together -> [A B C D] (cost 3330; E would make 4830 > 4096),
@@ -78,6 +81,16 @@ struct DecisionContext {
   // model with a negative or non-finite term: the fixed max_wait window applies.
   // Read during the call only.
   const BatchLatencyModel* latency_model = nullptr;
+  // Set when the batch's device memory is shared with other models' batches
+  // (DeviceMemoryBudget): a second limit beside the budget, in bytes under this
+  // model (a `memory` cost model, from the model's calibration). The batch's
+  // bytes must not exceed memory_allowance, the anchor's included: when the
+  // anchor alone needs more, nothing is dispatched (Decision::memory_needed)
+  // rather than running out of memory. A batch the allowance cut short is
+  // dispatched at once (kBudgetFull): waiting would not make it grow. Null: no
+  // such limit. Read during the call only.
+  const CostModel* memory_model = nullptr;
+  std::int64_t memory_allowance = 0;
 };
 
 struct Decision {
@@ -90,8 +103,16 @@ struct Decision {
   // DeadlineExceeded.
   std::vector<RequestId> expired;
   // Only meaningful when `batch` is empty: call Next again at this time at the
-  // latest (earlier on Enqueue/Remove). Unset: the queue is empty.
+  // latest (earlier on Enqueue/Remove). Unset: the queue is empty, or (with
+  // memory_needed) nothing but more memory can make a batch.
   std::optional<TimePoint> wake_at;
+  // With DecisionContext::memory_model: the batch's bytes under it (what the
+  // driver holds of the shared memory while the batch runs); 0 without a batch.
+  std::int64_t memory_bytes = 0;
+  // With DecisionContext::memory_model and no batch: the bytes the anchor alone
+  // needs when they exceed memory_allowance (ask again once that much is
+  // allowed; wake_at is then only the next deadline's expiry); else 0.
+  std::int64_t memory_needed = 0;
 };
 
 struct EnqueueOutcome {

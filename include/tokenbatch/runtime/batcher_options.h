@@ -2,6 +2,8 @@
 // Plain value type; every field documented with its unit and default.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <optional>
 
 #include "tokenbatch/core/enum_names.h"
@@ -20,6 +22,21 @@ enum class ShutdownMode {
 inline constexpr EnumNames<ShutdownMode, 2> kShutdownModeNames{
     "shutdown mode", {{{ShutdownMode::kDrain, "drain"}, {ShutdownMode::kCancelQueued, "cancel"}}}};
 
+class SharedDeviceMemory;  // shared_device_memory.h
+
+// One device's memory shared with other Batchers' batches (several models in
+// one process): see BatcherOptions::device_memory.
+struct DeviceMemoryShare {
+  // Required; shared by every model's Batcher on the device.
+  std::shared_ptr<SharedDeviceMemory> device;
+  // This Batcher's model: its index in `device`.
+  std::size_t model = 0;
+  // A batch's bytes: a `memory` cost model (c0 + c1·B·Lmax + c2·B·Lmax², from
+  // the model's `tokenbatch calibrate`). Its longest input alone must fit
+  // device->MostBytesFor(model), or it could never run.
+  CostModel memory_model = CostModel::Padded();
+};
+
 struct BatcherOptions {
   SchedulerOptions scheduler;
   // Worker threads, one per model instance; each runs one batch at a time. >= 1.
@@ -34,6 +51,13 @@ struct BatcherOptions {
   AimdOptions aimd;
   // What the destructor does if Shutdown was not called.
   ShutdownMode shutdown_on_destroy = ShutdownMode::kDrain;
+  // Unset (the default): batches are bounded by the scheduler's budget alone.
+  // Set: each batch also fits the bytes the shared device allows this model
+  // when the batch is formed (DecisionContext::memory_model), holds them while
+  // it runs, and a batch whose anchor does not fit waits for memory that other
+  // batches give back; the batches in flight of every Batcher sharing the device
+  // stay under its limit together (shared_device_memory.h).
+  std::optional<DeviceMemoryShare> device_memory;
 };
 
 // Per-request options of Batcher::Submit.

@@ -6,6 +6,7 @@
 #include "runtime/engine/batch_engine_impl.h"
 #include "tokenbatch/core/admission.h"
 #include "tokenbatch/core/errors.h"
+#include "tokenbatch/runtime/shared_device_memory.h"
 
 namespace tokenbatch {
 
@@ -25,7 +26,32 @@ absl::StatusOr<std::unique_ptr<BatchEngineImpl>> BatchEngineImpl::Make(const Bat
   if (absl::Status s = AimdBudget::Validate(options.scheduler.max_batch_tokens, options.aimd); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(options.scheduler);
   if (!scheduler.ok()) return scheduler.status();
-  return std::unique_ptr<BatchEngineImpl>(new BatchEngineImpl(options, std::move(*scheduler), client));
+  if (options.device_memory) {
+    const DeviceMemoryShare& share = *options.device_memory;
+    if (share.device == nullptr) return InvalidArgumentError("device_memory needs a SharedDeviceMemory");
+    if (share.model >= share.device->models()) {
+      return InvalidArgumentError(absl::StrCat("device_memory.model ", share.model, " is not one of the device's ",
+                                               share.device->models(), " models"));
+    }
+    if (share.memory_model.kind() != CostModelKind::kMemory) {
+      return InvalidArgumentError("device_memory.memory_model must be a memory cost model (bytes)");
+    }
+    // An anchor that could never fit would wait for ever.
+    const std::int64_t longest = EffectiveMaxInputTokens(options.scheduler);
+    const std::int64_t bytes = share.memory_model.SingleCost(longest);
+    const std::int64_t most = share.device->MostBytesFor(share.model);
+    if (bytes > most) {
+      return InvalidArgumentError(absl::StrCat("an input of ", longest, " tokens (max_input_tokens) needs ", bytes,
+                                               " bytes, more than the shared device memory can ever give this model (",
+                                               most, " bytes): lower max_input_tokens or raise the limit"));
+    }
+  }
+  auto engine = std::unique_ptr<BatchEngineImpl>(new BatchEngineImpl(options, std::move(*scheduler), client));
+  if (options.device_memory) {
+    options.device_memory->device->SetWaker(options.device_memory->model,
+                                            [e = engine.get()] { e->intake_.Signal(); });
+  }
+  return engine;
 }
 
 BatchEngineImpl::BatchEngineImpl(const BatcherOptions& options, std::unique_ptr<Scheduler> scheduler,
@@ -47,10 +73,13 @@ BatchEngineImpl::~BatchEngineImpl() {
     MutexLock lock(&mu_);
     stopped = stopping_;
   }
-  if (stopped || contexts_.empty()) return;
-  // A context of its own: the threads' contexts are in use until they are joined.
-  const std::unique_ptr<EngineContext> context = client_.NewContext();
-  Shutdown(ShutdownMode::kCancelQueued, *context);
+  if (!stopped && !contexts_.empty()) {
+    // A context of its own: the threads' contexts are in use until they are joined.
+    const std::unique_ptr<EngineContext> context = client_.NewContext();
+    Shutdown(ShutdownMode::kCancelQueued, *context);
+  }
+  // Its waker points here: no other model may call it any more.
+  if (options_.device_memory) options_.device_memory->device->Detach(options_.device_memory->model);
 }
 
 void BatchEngineImpl::Start() {
@@ -193,6 +222,8 @@ void BatchEngineImpl::Shutdown(ShutdownMode mode, EngineContext& context) {
       deadline_cv_.notify_all();
     }
     if (deadline_thread_.joinable()) deadline_thread_.join();
+    // Its workers are gone: it waits for no memory, and reserves none.
+    if (options_.device_memory) options_.device_memory->device->Detach(options_.device_memory->model);
   });
 }
 

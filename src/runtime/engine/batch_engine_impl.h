@@ -76,6 +76,7 @@ class BatchEngineImpl final : public BatchEngine {
   // What a worker keeps of the batch it runs (the typed part is in its context).
   struct RunningBatch {
     std::int64_t cost = 0;  // in the cost model's unit, as dispatched
+    std::int64_t memory_bytes = 0;  // held of the shared device memory while it runs
     std::vector<RequestId> ids;
     std::vector<std::int64_t> tokens;
     std::vector<absl::Status> statuses;
@@ -97,6 +98,11 @@ class BatchEngineImpl final : public BatchEngine {
   // Marks `d`'s batch in flight and loads its inputs into `context`.
   void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The Scheduler's decision at `now` under `context`, within the shared device
+  // memory when there is one (BatcherOptions::device_memory).
+  Decision NextLocked(TimePoint now, DecisionContext context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives the batch's shared device memory back (without the engine lock).
+  void ReleaseMemory(RunningBatch& batch) ABSL_LOCKS_EXCLUDED(mu_);
   // Runs the loaded batch (no lock held but for an OOM's budget cut).
   void Execute(EngineContext& context, RunningBatch& batch, double* exec_us, IsolationReport* report)
       ABSL_LOCKS_EXCLUDED(mu_);

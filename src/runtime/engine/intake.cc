@@ -151,6 +151,14 @@ void Intake::SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::opti
   engine_mu.Lock();
 }
 
+void Intake::Signal() {
+  {
+    MutexLock lock(&mu_);
+    wake_signalled_ = true;  // SleepLocked returns at once while it is set
+  }
+  wake_cv_.notify_one();
+}
+
 void Intake::WakeOne() {
   // Only a sleeping worker needs it: any other one decides again before it
   // sleeps, and the caller has already changed what it will see.

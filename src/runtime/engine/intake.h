@@ -80,6 +80,10 @@ class Intake {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
   // Wakes one sleeping worker, if any.
   void WakeOne() ABSL_LOCKS_EXCLUDED(mu_);
+  // Wakes one sleeping worker, or else the next one that goes to sleep: for a
+  // change no worker of this engine made (memory another model's batch gave
+  // back), which can come between a worker's decision and its sleep.
+  void Signal() ABSL_LOCKS_EXCLUDED(mu_);
   // Notifies `wake_cv` of a Submit that set *wake.
   void NotifyOne() { wake_cv_.notify_one(); }
   // Wakes every worker, now and at its next sleep: they are stopping.

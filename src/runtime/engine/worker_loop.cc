@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/engine/batch_engine_impl.h"
+#include "tokenbatch/runtime/shared_device_memory.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch {
@@ -56,7 +57,7 @@ void BatchEngineImpl::FireUnlocked(EngineContext& context) {
 Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, std::size_t worker) {
   const OnlineLatencyFit& fit = latency_fits_[worker];
   const BatchLatencyModel model = fit.model();
-  Decision d = scheduler_->Next(now, {aimd_.current(), draining_, fit.ready() ? &model : nullptr});
+  Decision d = NextLocked(now, {aimd_.current(), draining_, fit.ready() ? &model : nullptr});
   for (RequestId id : d.expired) {
     const EngineRecord& r = intake_.Get(id);
     if (r.id != id) continue;  // freed when another window of its request expired
@@ -65,10 +66,29 @@ Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, st
   return d;
 }
 
+Decision BatchEngineImpl::NextLocked(TimePoint now, DecisionContext context) {
+  if (!options_.device_memory) return scheduler_->Next(now, context);
+  const DeviceMemoryShare& share = *options_.device_memory;
+  Decision d;
+  share.device->Decide(share.model, [&](std::int64_t allowance) {
+    context.memory_model = &share.memory_model;
+    context.memory_allowance = allowance;
+    d = scheduler_->Next(now, context);
+    return SharedDeviceMemory::Take{.acquire = d.batch.empty() ? 0 : d.memory_bytes, .need = d.memory_needed};
+  });
+  return d;
+}
+
+void BatchEngineImpl::ReleaseMemory(RunningBatch& batch) {
+  if (!options_.device_memory || batch.memory_bytes == 0) return;
+  options_.device_memory->device->Release(options_.device_memory->model, std::exchange(batch.memory_bytes, 0));
+}
+
 void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch) {
   recorder_.OnDispatch(d, aimd_.current());
   batch.ids = d.batch;
   batch.cost = d.cost;
+  batch.memory_bytes = d.memory_bytes;
   batch.tokens.clear();
   for (RequestId id : d.batch) {
     EngineRecord& r = intake_.Get(id);  // queued records are always live
@@ -129,6 +149,7 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
       double exec_us = 0;
       IsolationReport report;
       Execute(context, batch, &exec_us, &report);
+      ReleaseMemory(batch);
       mu_.Lock();
       FinishLocked(context, batch, SteadyClock::now(), exec_us, report, worker);
       continue;
@@ -162,6 +183,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
     double exec_us = 0;
     IsolationReport report;
     Execute(context, batch, &exec_us, &report);
+    ReleaseMemory(batch);
     // On the manual clock the batch runs from `now` to `done_at`: that, not the
     // wall time of the fake run, is what the latency fit learns, so a step test
     // decides the same way on any machine.

@@ -1,0 +1,82 @@
+#include "tokenbatch/runtime/shared_device_memory.h"
+
+#include <utility>
+
+namespace tokenbatch {
+
+absl::StatusOr<std::shared_ptr<SharedDeviceMemory>> SharedDeviceMemory::Create(DeviceMemoryBudgetOptions options) {
+  absl::StatusOr<DeviceMemoryBudget> budget = DeviceMemoryBudget::Create(std::move(options));
+  if (!budget.ok()) return budget.status();
+  return std::shared_ptr<SharedDeviceMemory>(new SharedDeviceMemory(*std::move(budget)));
+}
+
+SharedDeviceMemory::SharedDeviceMemory(DeviceMemoryBudget budget)
+    : models_(budget.models()), budget_(std::move(budget)), wakers_(models_) {}
+
+void SharedDeviceMemory::Decide(std::size_t model, absl::FunctionRef<Take(std::int64_t allowance)> decide) {
+  MutexLock lock(&mu_);
+  const Take take = decide(budget_.Allowance(model));
+  if (take.acquire > 0) {
+    budget_.Acquire(model, take.acquire);
+  } else if (take.need > 0) {
+    budget_.Wait(model, take.need);
+  } else if (budget_.need(model)) {
+    budget_.StopWaiting(model);
+    // Its reserve is gone: the models behind it may fit now.
+    WakeSatisfiedLocked();
+  }
+}
+
+void SharedDeviceMemory::Release(std::size_t model, std::int64_t bytes) {
+  MutexLock lock(&mu_);
+  budget_.Release(model, bytes);
+  WakeSatisfiedLocked();
+}
+
+void SharedDeviceMemory::Detach(std::size_t model) {
+  MutexLock lock(&mu_);
+  wakers_[model] = nullptr;
+  if (budget_.need(model)) {
+    budget_.StopWaiting(model);
+    WakeSatisfiedLocked();
+  }
+}
+
+void SharedDeviceMemory::SetWaker(std::size_t model, std::function<void()> wake) {
+  MutexLock lock(&mu_);
+  wakers_[model] = std::move(wake);
+}
+
+void SharedDeviceMemory::WakeSatisfiedLocked() {
+  for (std::size_t m : budget_.Satisfiable()) {
+    if (wakers_[m]) wakers_[m]();
+  }
+}
+
+std::int64_t SharedDeviceMemory::MostBytesFor(std::size_t model) const {
+  MutexLock lock(&mu_);
+  std::int64_t others = 0;
+  for (std::size_t m = 0; m < models_; ++m) {
+    if (m != model) others += budget_.share(m).guaranteed_bytes;
+  }
+  return budget_.limit_bytes() - others;
+}
+
+SharedDeviceMemory::Snapshot SharedDeviceMemory::snapshot() const {
+  MutexLock lock(&mu_);
+  Snapshot s{.limit_bytes = budget_.limit_bytes(),
+             .in_flight_bytes = budget_.in_flight_total(),
+             .peak_in_flight_bytes = budget_.peak_in_flight_total()};
+  for (std::size_t m = 0; m < models_; ++m) {
+    const ModelMemoryShare& share = budget_.share(m);
+    s.models.push_back(ModelState{.name = share.name,
+                                  .weight = share.weight,
+                                  .guaranteed_bytes = share.guaranteed_bytes,
+                                  .in_flight_bytes = budget_.in_flight(m),
+                                  .waiting_for_bytes = budget_.need(m).value_or(0),
+                                  .waits = budget_.waits(m)});
+  }
+  return s;
+}
+
+}  // namespace tokenbatch
