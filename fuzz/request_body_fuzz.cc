@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A small client batch limit, so that the 413 path is reached by short inputs.
   const ApiLimits limits{.max_client_batch_size = 8, .max_json_depth = 16};
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 7) {
+  switch (data[0] % 8) {
     case 0:
       if (const auto parsed = s::ParseOpenAiEmbeddings(body, limits); const auto* r = CheckAnswer(parsed)) {
         FUZZ_CHECK(!r->request.inputs.empty() && r->request.inputs.size() <= limits.max_client_batch_size);
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 1:
       if (const auto parsed = s::ParseTeiEmbed(body, limits); const auto* r = CheckAnswer(parsed)) {
-        FUZZ_CHECK(!r->inputs.empty() && r->inputs.size() <= limits.max_client_batch_size);
+        FUZZ_CHECK(!r->request.inputs.empty() && r->request.inputs.size() <= limits.max_client_batch_size);
       }
       break;
     case 2:
@@ -65,6 +65,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       break;
     case 6:
       CheckAnswer(s::ParsePredict(body, limits));
+      break;
+    case 7:
+      if (const auto parsed = s::ParseSparseEmbed(body, limits); const auto* r = CheckAnswer(parsed)) {
+        FUZZ_CHECK(!r->request.inputs.empty() && r->request.inputs.size() <= limits.max_client_batch_size);
+        FUZZ_CHECK(!r->top_k || *r->top_k >= 1);
+        FUZZ_CHECK(!r->threshold || *r->threshold >= 0);
+      }
       break;
   }
   return 0;

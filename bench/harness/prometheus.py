@@ -1,7 +1,7 @@
 """The Prometheus text format of a /metrics scrape: parsing it and reading series.
 
 A parsed scrape maps (metric name, frozenset of (label, value) pairs) to the
-sample's value, so that a series is looked up by its name and exact labels.
+sample's value, so that a series is looked up by its name and labels.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ def parse(text: str) -> Metrics:
 
 
 def value(metrics: Metrics, name: str, **labels: str) -> float:
-    """The value of the series `name` with exactly these labels; 0.0 when the scrape lacks it."""
-    return metrics.get((name, frozenset(labels.items())), 0.0)
+    """The sum of the series `name` whose labels include these (every model's
+    series when no `model` label is given); 0.0 when the scrape has none."""
+    wanted = set(labels.items())
+    return sum(v for (n, have), v in metrics.items() if n == name and wanted <= have)
 
 
 def series(metrics: Metrics, name: str) -> dict[frozenset, float]:

@@ -2,7 +2,9 @@
 // bodies, error bodies and status mapping. Request parsing is api_parse.cc.
 #include "api/api.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +64,41 @@ std::string TeiEmbedBody(const EmbedResult& result) {
   for (std::size_t i = 0; i < result.embeddings.size(); ++i) {
     if (i) out += ',';
     AppendFloats(out, result.embeddings[i]);
+  }
+  out += ']';
+  return out;
+}
+
+std::string SparseEmbedBody(const EmbedResult& result, const SparseEmbedRequest& request) {
+  std::string out = "[";
+  std::vector<std::size_t> kept;
+  char number[kMaxShortestFloatChars];
+  for (std::size_t i = 0; i < result.embeddings.size(); ++i) {
+    const std::vector<float>& values = result.embeddings[i];
+    const std::vector<std::int32_t>& ids = result.indices[i];
+    kept.clear();
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      // A non-finite weight (an overflowing model) has no JSON text: left out.
+      if (values[k] > 0 && std::isfinite(values[k]) && (!request.threshold || values[k] >= *request.threshold)) {
+        kept.push_back(k);
+      }
+    }
+    if (request.top_k && kept.size() > static_cast<std::size_t>(*request.top_k)) {
+      const auto top = kept.begin() + *request.top_k;
+      // Positions ascend with the ids, so a tie keeps the lower id.
+      std::nth_element(kept.begin(), top - 1, kept.end(), [&](std::size_t a, std::size_t b) {
+        return values[a] != values[b] ? values[a] > values[b] : a < b;
+      });
+      kept.erase(top, kept.end());
+      std::sort(kept.begin(), kept.end());
+    }
+    out += i ? ",[" : "[";
+    for (std::size_t n = 0; n < kept.size(); ++n) {
+      const char* end = WriteShortestFloat(number, values[kept[n]]);
+      absl::StrAppend(&out, n ? "," : "", R"({"index":)", ids[kept[n]], R"(,"value":)",
+                      absl::string_view(number, static_cast<std::size_t>(end - number)), "}");
+    }
+    out += ']';
   }
   out += ']';
   return out;

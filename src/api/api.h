@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -49,9 +50,32 @@ struct OpenAiEmbeddingsRequest {
   bool base64 = false;  // encoding_format "base64"
 };
 
+// Every request shape below carries `model`: the served model the body names
+// (the OpenAI, Cohere and vLLM field; an extension of TEI's shapes, which have
+// none), "" when absent: the server's default. The Router picks the model by it.
+
+// TEI's /embed body.
+struct TeiEmbedRequest {
+  EmbedRequest request;
+  std::string model;
+};
+
+// TEI's /embed_sparse body: {inputs, truncate, truncation_direction,
+// prompt_name} and this server's priority and model, plus two cuts of each
+// input's answer: top_k (keep the k largest weights, ties to the lower id) and
+// threshold (drop weights below it). No normalize or dimensions: a sparse
+// embedding is one weight per vocabulary id.
+struct SparseEmbedRequest {
+  EmbedRequest request;
+  std::string model;
+  std::optional<std::int64_t> top_k;  // >= 1; unset: every weight above 0
+  std::optional<double> threshold;    // finite, >= 0; unset: 0
+};
+
 struct TokenizeRequest {
   std::vector<std::string> texts;
   bool add_special_tokens = true;
+  std::string model;
 };
 
 // Most token ids one /decode or /detokenize request may hold, all lists together
@@ -65,12 +89,18 @@ struct DecodeRequest {
   std::vector<std::vector<std::uint32_t>> ids;  // one list per text; a list may be empty
   bool skip_special_tokens = true;
   bool batch = false;  // `ids` was a list of lists (TEI answers the same either way)
+  std::string model;
 };
 
 // Parsers: UTF-8 and nesting are checked first (422 and 400), then the JSON.
 [[nodiscard]] std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
                                                                                    const ApiLimits& limits);
-[[nodiscard]] std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const ApiLimits& limits);
+[[nodiscard]] std::variant<TeiEmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const ApiLimits& limits);
+// /embed_sparse: top_k must be an integer >= 1 and threshold a number >= 0
+// (422 otherwise); normalize and dimensions are refused (422), as they do not
+// apply to a sparse embedding.
+[[nodiscard]] std::variant<SparseEmbedRequest, ApiError> ParseSparseEmbed(std::string_view body,
+                                                                         const ApiLimits& limits);
 [[nodiscard]] std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body,
                                                                     const ApiLimits& limits);
 
@@ -85,6 +115,10 @@ struct DecodeRequest {
 // Response bodies.
 [[nodiscard]] std::string OpenAiEmbeddingsBody(const EmbedResult& result, std::string_view model, bool base64);
 [[nodiscard]] std::string TeiEmbedBody(const EmbedResult& result);
+// TEI's /embed_sparse answer: per input, [{"index": id, "value": weight}, ...]
+// ascending by id, holding the weights above 0 that `request`'s threshold and
+// top_k keep. `result.indices` holds each input's ids.
+[[nodiscard]] std::string SparseEmbedBody(const EmbedResult& result, const SparseEmbedRequest& request);
 // TEI's /tokenize answer: per text, a list of {"id", "special", "start", "stop",
 // "text"}; start and stop are byte offsets into the text and `text` the span
 // they cover, except for a special token ([CLS], </s>): null offsets and its

@@ -145,10 +145,11 @@ std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::strin
   return out;
 }
 
-std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const ApiLimits& limits) {
+std::variant<TeiEmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const ApiLimits& limits) {
   ParsedBody j;
   if (auto e = j.Parse(body, limits)) return *e;
-  EmbedRequest out;
+  TeiEmbedRequest tei;
+  EmbedRequest& out = tei.request;
   auto inputs = ParseInputs(j, "inputs", limits);
   if (auto* e = std::get_if<ApiError>(&inputs)) return *e;
   out.inputs = std::get<std::vector<EmbedInput>>(std::move(inputs));
@@ -158,6 +159,38 @@ std::variant<EmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, const 
   if (auto e = GetDimensions(j, out.dimensions)) return *e;
   if (auto e = GetPromptName(j, out.prompt_name)) return *e;
   if (auto e = GetPriority(j, out.priority)) return *e;
+  if (auto e = GetString(j, "model", tei.model)) return *e;
+  return tei;
+}
+
+std::variant<SparseEmbedRequest, ApiError> ParseSparseEmbed(std::string_view body, const ApiLimits& limits) {
+  ParsedBody j;
+  if (auto e = j.Parse(body, limits)) return *e;
+  SparseEmbedRequest out;
+  auto inputs = ParseInputs(j, "inputs", limits);
+  if (auto* e = std::get_if<ApiError>(&inputs)) return *e;
+  out.request.inputs = std::get<std::vector<EmbedInput>>(std::move(inputs));
+  for (const char* dense_only : {"normalize", "dimensions"}) {
+    if (j.Find(dense_only)) {
+      return Err(422, absl::StrCat("`", dense_only,
+                                   "` does not apply to sparse embeddings (one weight per vocabulary id); use "
+                                   "`top_k` or `threshold` to keep fewer"));
+    }
+  }
+  if (auto e = GetBool(j, "truncate", out.request.truncate)) return *e;
+  if (auto e = GetTruncationDirection(j, out.request.truncation_direction)) return *e;
+  if (auto e = GetPromptName(j, out.request.prompt_name)) return *e;
+  if (auto e = GetPriority(j, out.request.priority)) return *e;
+  if (auto e = GetString(j, "model", out.model)) return *e;
+  if (auto e = GetBoundedInteger(j, "top_k", 1, std::int64_t{1} << 30, out.top_k)) return *e;
+  if (const std::optional<element> t = j.Find("threshold")) {
+    if (!t->is_number()) return Err(400, absl::StrCat("`threshold` must be a number, found ", TypeName(*t)));
+    const double v = t->get_double().value_unsafe();
+    if (!(v >= 0) || !std::isfinite(v) || j.Clamped(*t)) {
+      return Err(422, absl::StrCat("`threshold` must be a finite number >= 0, got ", j.Literal(*t)));
+    }
+    out.threshold = v;
+  }
   return out;
 }
 
@@ -174,6 +207,7 @@ std::variant<TokenizeRequest, ApiError> ParseTokenize(std::string_view body, con
   std::optional<bool> special;
   if (auto e = GetBool(j, "add_special_tokens", special)) return *e;
   out.add_special_tokens = special.value_or(true);
+  if (auto e = GetString(j, "model", out.model)) return *e;
   return out;
 }
 
@@ -240,6 +274,7 @@ std::variant<DecodeRequest, ApiError> ParseDecode(std::string_view body, const A
   std::optional<bool> skip;
   if (auto e = GetBool(j, "skip_special_tokens", skip)) return *e;
   out.skip_special_tokens = skip.value_or(true);
+  if (auto e = GetString(j, "model", out.model)) return *e;
   return out;
 }
 
@@ -248,12 +283,10 @@ std::variant<DecodeRequest, ApiError> ParseDetokenize(std::string_view body, con
   if (auto e = j.Parse(body, limits)) return *e;
   const std::optional<element> value = j.Find("tokens");
   if (!value) return Err(400, "missing required field `tokens`");
-  if (const std::optional<element> model = j.Find("model"); model && !model->is_string()) {
-    return Err(400, absl::StrCat("`model` must be a string, found ", TypeName(*model)));
-  }
+  DecodeRequest out;
+  if (auto e = GetString(j, "model", out.model)) return *e;
   auto ids = IdList(j, *value, "`tokens`");
   if (auto* e = std::get_if<ApiError>(&ids)) return *e;
-  DecodeRequest out;
   out.ids.push_back(std::move(std::get<std::vector<std::uint32_t>>(ids)));
   if (auto e = CheckDecodeSize(out)) return *e;
   out.skip_special_tokens = false;

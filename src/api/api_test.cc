@@ -93,11 +93,11 @@ TEST(PriorityParse, VllmConventionLowerServedFirstOnBothRoutes) {
   ASSERT_TRUE(std::holds_alternative<OpenAiEmbeddingsRequest>(urgent));
   EXPECT_EQ(std::get<OpenAiEmbeddingsRequest>(urgent).request.priority, 5);
   auto tei = ParseTeiEmbed(R"({"inputs": "a", "priority": 7})", {});
-  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(tei));
-  EXPECT_EQ(std::get<EmbedRequest>(tei).priority, -7);
+  ASSERT_TRUE(std::holds_alternative<TeiEmbedRequest>(tei));
+  EXPECT_EQ(std::get<TeiEmbedRequest>(tei).request.priority, -7);
   auto unset = ParseTeiEmbed(R"({"inputs": "a", "priority": null})", {});
-  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(unset));
-  EXPECT_EQ(std::get<EmbedRequest>(unset).priority, 0);
+  ASSERT_TRUE(std::holds_alternative<TeiEmbedRequest>(unset));
+  EXPECT_EQ(std::get<TeiEmbedRequest>(unset).request.priority, 0);
 
   const ApiError type = ErrorOf(ParseOpenAiEmbeddings(R"({"input": "a", "priority": "high"})", {}));
   EXPECT_EQ(type.status, 400);
@@ -109,9 +109,9 @@ TEST(PriorityParse, VllmConventionLowerServedFirstOnBothRoutes) {
   EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": -1000001})", {})).status, 422);
   // A whole number is an integer however it is written; out of range it is 422.
   auto written = ParseTeiEmbed(R"({"inputs": "a", "priority": 3e2, "dimensions": 4.0})", {});
-  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(written));
-  EXPECT_EQ(std::get<EmbedRequest>(written).priority, -300);
-  EXPECT_EQ(std::get<EmbedRequest>(written).dimensions, 4);
+  ASSERT_TRUE(std::holds_alternative<TeiEmbedRequest>(written));
+  EXPECT_EQ(std::get<TeiEmbedRequest>(written).request.priority, -300);
+  EXPECT_EQ(std::get<TeiEmbedRequest>(written).request.dimensions, 4);
   const ApiError huge = ErrorOf(ParseTeiEmbed(R"({"inputs": "a", "priority": 1e300})", {}));
   EXPECT_EQ(huge.status, 422);
   EXPECT_EQ(huge.message, "`priority` must be in [-1000000, 1000000], got 1e+300");
@@ -167,17 +167,17 @@ TEST(TeiParse, FieldsAndValidation) {
   auto r = ParseTeiEmbed(
       R"({"inputs": ["x", "y"], "normalize": false, "truncate": true, "truncation_direction": "Left", "dimensions": 4})",
       {});
-  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(r));
-  const EmbedRequest& e = std::get<EmbedRequest>(r);
+  ASSERT_TRUE(std::holds_alternative<TeiEmbedRequest>(r));
+  const EmbedRequest& e = std::get<TeiEmbedRequest>(r).request;
   EXPECT_EQ(e.inputs.size(), 2u);
   EXPECT_EQ(e.normalize, std::optional<bool>(false));
   EXPECT_EQ(e.truncate, std::optional<bool>(true));
   EXPECT_EQ(e.truncation_direction, TruncationDirection::kLeft);
   EXPECT_EQ(e.dimensions, 4);
   auto defaults = ParseTeiEmbed(R"({"inputs": "x"})", {});
-  ASSERT_TRUE(std::holds_alternative<EmbedRequest>(defaults));
-  EXPECT_FALSE(std::get<EmbedRequest>(defaults).normalize.has_value());
-  EXPECT_FALSE(std::get<EmbedRequest>(defaults).truncate.has_value());
+  ASSERT_TRUE(std::holds_alternative<TeiEmbedRequest>(defaults));
+  EXPECT_FALSE(std::get<TeiEmbedRequest>(defaults).request.normalize.has_value());
+  EXPECT_FALSE(std::get<TeiEmbedRequest>(defaults).request.truncate.has_value());
 
   EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "x", "normalize": "yes"})", {})).status, 400);
   EXPECT_EQ(ErrorOf(ParseTeiEmbed(R"({"inputs": "x", "truncation_direction": "middle"})", {})).status, 422);

@@ -67,6 +67,27 @@ int LoadWeightPercent(const ReplicaLoad& load, std::chrono::microseconds half_we
   return static_cast<int>(std::clamp(weight, 1.0, 100.0));
 }
 
+int LoadWeightPercent(const ModelsLoad& load, std::chrono::microseconds half_weight_backlog) {
+  const double half_us = static_cast<double>(std::max<std::int64_t>(half_weight_backlog.count(), 1));
+  double queued = 0, backlog_us = 0, bytes = 0;
+  for (std::size_t m = 0; m < load.models.size(); ++m) {
+    const ReplicaLoad& model = load.models[m];
+    queued += QueuedBatches(model) / std::max(model.workers, 1);
+    backlog_us += BacklogUs(model);
+    if (m < load.queued_bytes.size()) bytes += std::max(load.queued_bytes[m], 0.0);
+  }
+  if (load.limit_bytes > 0) queued = bytes / static_cast<double>(load.limit_bytes);
+  const double pressure = std::max(queued, backlog_us / half_us);
+  const double weight = std::round(100.0 / (1.0 + pressure));
+  return static_cast<int>(std::clamp(weight, 1.0, 100.0));
+}
+
+double QueuedBytes(double queued_tokens, double queued_inputs, double c0, double c1, double c2) {
+  if (queued_tokens <= 0 || queued_inputs <= 0) return 0;
+  const double mean_length = queued_tokens / queued_inputs;
+  return c0 + c1 * queued_tokens + c2 * queued_tokens * mean_length;
+}
+
 std::string AgentCheckLine(ServingState state, int weight_percent) {
   switch (state) {
     case ServingState::kServing:

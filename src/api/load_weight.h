@@ -86,6 +86,28 @@ class QueueAverage {
 // is the backlog at which the weight halves (> 0; a smaller value is taken as 1 µs).
 [[nodiscard]] int LoadWeightPercent(const ReplicaLoad& load, std::chrono::microseconds half_weight_backlog);
 
+// Several models in one replica share its device, so their queues add up:
+//   queued   = Σ_m queued_batches_m / workers_m
+//              or, with a shared device memory (limit_bytes > 0), the queues'
+//              bytes against it: Σ_m queued_bytes_m / limit_bytes
+//   backlog  = Σ_m backlog_us_m
+//   pressure = max(queued, backlog / half_weight_backlog_us)
+// and the weight is 100 / (1 + pressure) as above. With one model and no
+// shared memory this is LoadWeightPercent of that model.
+struct ModelsLoad {
+  std::vector<ReplicaLoad> models;  // >= 1
+  // Each model's queue in bytes under its memory cost model (QueuedBytes), by
+  // model; read only when limit_bytes > 0.
+  std::vector<double> queued_bytes;
+  std::int64_t limit_bytes = 0;  // the shared device memory's limit; 0: none
+};
+[[nodiscard]] int LoadWeightPercent(const ModelsLoad& load, std::chrono::microseconds half_weight_backlog);
+
+// The bytes a queue of `queued_inputs` inputs holding `queued_tokens` tokens
+// would take as one batch under the memory cost model c0 + c1·B·L + c2·B·L²,
+// each input taken at the mean length L = tokens / inputs; 0 for an empty queue.
+[[nodiscard]] double QueuedBytes(double queued_tokens, double queued_inputs, double c0, double c1, double c2);
+
 // Where a server is in its life, as a balancer needs to know it.
 enum class ServingState {
   kServing,   // taking work

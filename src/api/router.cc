@@ -66,22 +66,62 @@ HttpReply Router::ErrorReply(ApiFlavor flavor, const ApiError& error) {
   return reply;
 }
 
-Router::Router(const ServerOptions& options, EmbeddingService* service)
+std::vector<Router::Model> Router::Describe(std::vector<ServedModel> served) {
+  std::vector<Router::Model> out;
+  for (ServedModel& m : served) {
+    const backend::EncoderInfo info = m.service->backend().info();
+    std::shared_ptr<const backend::ClassifierInfo> classifier;
+    if (info.classifier) classifier = std::make_shared<const backend::ClassifierInfo>(*info.classifier);
+    out.push_back({.name = std::move(m.name), .service = m.service, .classifier = classifier, .sparse = info.sparse});
+  }
+  return out;
+}
+
+Router::Router(const ServerOptions& options, std::vector<ServedModel> models)
     : options_(options),
       api_key_(options.api_key),
       cors_(CorsPolicy::Create(options.cors_allow_origins).value_or(CorsPolicy())),
-      service_(service),
-      classifier_([&]() -> std::shared_ptr<const backend::ClassifierInfo> {
-        std::optional<backend::ClassifierInfo> classifier = service->backend().info().classifier;
-        if (!classifier) return nullptr;
-        return std::make_shared<const backend::ClassifierInfo>(*std::move(classifier));
-      }()),
+      models_(Describe(std::move(models))),
       created_unix_s_(
           std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count()) {}
+              .count()),
+      queue_averages_(models_.size(), QueueAverage(kQueueAverageTimeConstant)) {}
 
-std::int64_t Router::queued_inputs() const { return service_->metrics().queue_requests; }
-void Router::StopService() { service_->Shutdown(options_.drain); }
+std::int64_t Router::queued_inputs() const {
+  std::int64_t queued = 0;
+  for (const Model& m : models_) queued += static_cast<std::int64_t>(m.service->metrics().queue_requests);
+  return queued;
+}
+
+void Router::StopService() {
+  for (const Model& m : models_) m.service->Shutdown(options_.drain);
+}
+
+const SharedDeviceMemory* Router::device_memory() const {
+  const std::optional<DeviceMemoryShare>& share = models_.front().service->options().batcher.device_memory;
+  return share ? share->device.get() : nullptr;
+}
+
+const Router::Model* Router::Choose(const std::string& requested, ApiFlavor flavor, const Respond& reply) const {
+  if (models_.size() == 1 || requested.empty()) return &models_.front();
+  for (const Model& m : models_) {
+    if (m.name == requested) return &m;
+  }
+  std::string names;
+  for (const Model& m : models_) absl::StrAppend(&names, names.empty() ? "" : ", ", m.name);
+  reply(ErrorReply(flavor, ApiError{404, absl::StrCat("model \"", requested,
+                                                      "\" is not served here; the models served are: ", names)}));
+  return nullptr;
+}
+
+ApiError Router::WrongKind(const Model& model, std::string_view route) {
+  const char* serves = model.classifier ? (model.classifier->labels.size() == 1 ? "a cross-encoder (a reranker): it "
+                                                                                    "scores with /rerank and /predict"
+                                                                              : "a classifier: it scores with /predict")
+                       : model.sparse ? "a sparse (SPLADE) model: it embeds with /embed_sparse"
+                                      : "an embedding model: it embeds with /v1/embeddings and /embed";
+  return ApiError{400, absl::StrCat("model \"", model.name, "\" is ", serves, ", not with ", ToAbsl(route))};
+}
 
 void Router::CountReply(const std::string& route, int status) {
   MutexLock lock(&mu_);
@@ -105,6 +145,7 @@ const Router::Route* Router::FindRoute(std::string_view path) {
   static constexpr Route kRoutes[] = {
       {"/v1/embeddings", false, ApiFlavor::kOpenAi, true, true, &Router::EmbedOpenAi},
       {"/embed", false, ApiFlavor::kTei, true, true, &Router::EmbedTei},
+      {"/embed_sparse", false, ApiFlavor::kTei, true, true, &Router::EmbedSparse},
       {"/tokenize", false, ApiFlavor::kTei, true, true, &Router::Tokenize},
       {"/decode", false, ApiFlavor::kTei, true, true, &Router::Decode},
       {"/detokenize", false, ApiFlavor::kOpenAi, true, true, &Router::Detokenize},
@@ -221,7 +262,7 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
   const ApiLimits limits{.max_client_batch_size = options_.max_client_batch_size};
   const ApiFlavor flavor = openai ? ApiFlavor::kOpenAi : ApiFlavor::kTei;
   EmbedRequest embed;
-  std::string model = options_.model_name;
+  std::string requested;
   bool base64 = false;
   if (openai) {
     auto parsed = ParseOpenAiEmbeddings(request.body, limits);
@@ -231,8 +272,7 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
     }
     auto& r = std::get<OpenAiEmbeddingsRequest>(parsed);
     embed = std::move(r.request);
-    // Like OpenAI and vLLM, the response names the model actually served (the
-    // --served-model-name), whatever the client asked for.
+    requested = std::move(r.model);
     base64 = r.base64;
   } else {
     auto parsed = ParseTeiEmbed(request.body, limits);
@@ -240,21 +280,25 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
       reply(ErrorReply(flavor, *e));
       return {};
     }
-    embed = std::get<EmbedRequest>(std::move(parsed));
+    auto& r = std::get<TeiEmbedRequest>(parsed);
+    embed = std::move(r.request);
+    requested = std::move(r.model);
   }
-  if (classifier_) {
-    reply(ErrorReply(flavor, ApiError{400,
-                                      "this model is a cross-encoder (a sequence classifier): it scores with "
-                                      "/rerank and /predict, it does not embed"}));
+  const Model* chosen = Choose(requested, flavor, reply);
+  if (chosen == nullptr) return {};
+  if (chosen->classifier || chosen->sparse) {
+    reply(ErrorReply(flavor, WrongKind(*chosen, openai ? "/v1/embeddings" : "/embed")));
     return {};
   }
+  // Like OpenAI and vLLM, the response names the model actually served.
+  const std::string model = chosen->name;
   const Clock::time_point start = Clock::now();
   if (auto e = SetDeadline(request, start, embed)) {
     reply(ErrorReply(flavor, *e));
     return {};
   }
   CountInputs(openai ? "/v1/embeddings" : "/embed", embed.inputs.size());
-  return service_->Embed(
+  return chosen->service->Embed(
       std::move(embed), [reply = std::move(reply), flavor, model, base64, start](absl::StatusOr<EmbedResult> r) {
         if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
         // Formatted here: on a tokenizer thread when the Batcher's worker has a
@@ -267,6 +311,42 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
         AppendComputeHeaders(out, *r, std::chrono::duration<double, std::micro>(Clock::now() - start).count());
         reply(std::move(out));
       });
+}
+
+}  // namespace tokenbatch::server
+
+namespace tokenbatch::server {
+
+std::function<void()> Router::EmbedSparse(HttpRequest request, Respond reply) {
+  const ApiFlavor flavor = ApiFlavor::kTei;
+  auto parsed = ParseSparseEmbed(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
+  if (auto* e = std::get_if<ApiError>(&parsed)) {
+    reply(ErrorReply(flavor, *e));
+    return {};
+  }
+  auto sparse = std::make_shared<SparseEmbedRequest>(std::get<SparseEmbedRequest>(std::move(parsed)));
+  const Model* chosen = Choose(sparse->model, flavor, reply);
+  if (chosen == nullptr) return {};
+  if (!chosen->sparse) {
+    reply(ErrorReply(flavor, WrongKind(*chosen, "/embed_sparse")));
+    return {};
+  }
+  const Clock::time_point start = Clock::now();
+  EmbedRequest embed = std::move(sparse->request);
+  if (auto e = SetDeadline(request, start, embed)) {
+    reply(ErrorReply(flavor, *e));
+    return {};
+  }
+  CountInputs("/embed_sparse", embed.inputs.size());
+  return chosen->service->Embed(std::move(embed),
+                                [reply = std::move(reply), sparse, start](absl::StatusOr<EmbedResult> r) {
+                                  if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
+                                  HttpReply out{.status = 200, .body = SparseEmbedBody(*r, *sparse)};
+                                  AppendComputeHeaders(
+                                      out, *r,
+                                      std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+                                  reply(std::move(out));
+                                });
 }
 
 }  // namespace tokenbatch::server

@@ -9,10 +9,20 @@
 //   POST /rerank (TEI's shape, or Cohere's / Jina's by its fields)
 //   POST /v1/rerank, /v2/rerank (Cohere's / Jina's; OpenAI-shaped errors)
 //   POST /predict (TEI)
-// The embedding routes need an embedding model, the rerank and predict routes a
-// cross-encoder (backend::EncoderInfo::classifier; rerank one with a single label): the
-// other kind gets 400 naming the routes it serves (score_api.h has the shapes).
+//   POST /embed_sparse (TEI)
+// The embedding routes need an embedding model, /embed_sparse a sparse (SPLADE)
+// one, the rerank and predict routes a cross-encoder
+// (backend::EncoderInfo::classifier; rerank one with a single label): another
+// kind gets 400 naming the model and the routes it serves (score_api.h has the
+// shapes).
 //   GET /v1/models (OpenAI)   GET /health   GET /info   GET /metrics (Prometheus text)
+// Several models: a request picks one by its body's `model` (OpenAI's,
+// Cohere's and vLLM's field, accepted on TEI's routes too); without one it gets
+// the first. With several models a name none has gets 404 listing the served
+// names; with one model `model` is not checked (TEI ignores it, and OpenAI
+// clients must send some name). /v1/models lists every model, /info describes
+// the first at its top level (TEI's shape) and every one under "models", and
+// the scheduler's series in /metrics carry a `model` label.
 // Unknown paths get 404 (OpenAI-shaped under /v1/, TEI-shaped elsewhere), a
 // known path with another method 405 with an Allow
 // header; HEAD is answered on every GET route as GET is (the socket layer sends
@@ -44,6 +54,8 @@
 #include "api/api_key.h"
 #include "api/cors.h"
 #include "api/load_weight.h"
+#include <nlohmann/json_fwd.hpp>
+#include "tokenbatch/runtime/shared_device_memory.h"
 #include "tokenbatch/runtime/histogram.h"
 #include "tokenbatch/runtime/mutex.h"
 #include "tokenbatch/service/embedding_service.h"
@@ -68,6 +80,12 @@ struct HttpRequest {
   std::string timeout_ms;
 };
 
+// One model the Router serves.
+struct ServedModel {
+  std::string name;                     // what a request's `model` names; /v1/models' id
+  EmbeddingService* service = nullptr;  // must outlive the Router
+};
+
 struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
@@ -81,9 +99,15 @@ class Router {
  public:
   using Respond = std::function<void(HttpReply)>;
 
-  // `service` must outlive the Router. Invalid options.cors_allow_origins
-  // allow no origin here (HttpServer::Start refuses to serve with them).
-  Router(const ServerOptions& options, EmbeddingService* service);
+  // Serves `models` (>= 1, unique names; the first is the default). Their
+  // services must outlive the Router; those that share a device memory
+  // (BatcherOptions::device_memory) share one, which /metrics, /info and the
+  // balancer weight report. Invalid options.cors_allow_origins allow no origin
+  // here (HttpServer::Start refuses to serve with them).
+  Router(const ServerOptions& options, std::vector<ServedModel> models);
+  // One model, named options.model_name.
+  Router(const ServerOptions& options, EmbeddingService* service)
+      : Router(options, {ServedModel{options.model_name, service}}) {}
 
   // Handles `request`; `respond` is called exactly once. Returns a function that
   // cancels the request's queued work (call it when the client disconnects), or
@@ -108,8 +132,8 @@ class Router {
   void SampleLoad(std::chrono::steady_clock::time_point now);
   // The weight this replica asks balancers for now (load_weight.h), 1..100.
   [[nodiscard]] int LoadWeight() const;
-  // LoadWeight from a metrics snapshot already taken.
-  [[nodiscard]] int LoadWeight(const MetricsSnapshot& m) const;
+  // LoadWeight from the models' metrics snapshots already taken (by model).
+  [[nodiscard]] int LoadWeight(const std::vector<MetricsSnapshot>& metrics) const;
   // The HAProxy agent-check line for the state and weight now (AgentCheckLine).
   [[nodiscard]] std::string AgentCheck() const;
   // HTTP requests accepted and not answered yet.
@@ -123,7 +147,8 @@ class Router {
   // The CORS headers for a reply to a request from `origin` (see CorsPolicy).
   [[nodiscard]] const CorsPolicy& cors() const { return cors_; }
 
-  // The /metrics body: the Batcher's metrics and the HTTP counters.
+  // The /metrics body: each model's Batcher metrics (labelled by model), the
+  // shared device memory's, and the HTTP counters.
   [[nodiscard]] std::string MetricsText() const;
 
   // The options the Router was made with (the socket layer's limits too).
@@ -134,16 +159,19 @@ class Router {
   // no tokenizer thread; WakeTokenizers, called once after a burst of
   // requests, wakes one if queued work needs it. Thread-safe, never blocks.
   using DeferWakeups = EmbeddingService::DeferWakeups;
-  void WakeTokenizers() { service_->WakeTokenizers(); }
+  void WakeTokenizers() {
+    for (const Model& m : models_) m.service->WakeTokenizers();
+  }
 
-  // Inputs queued in the scheduler now (for the shutdown log).
+  // Inputs queued in the schedulers now, all models (for the shutdown log).
   [[nodiscard]] std::int64_t queued_inputs() const;
-  // Stops the service: drains or fails its queue (options().drain) and waits
-  // for its threads; every accepted input is resolved when it returns. Call
-  // after BeginShutdown. Blocks; idempotent.
+  // Stops the services: drains or fails their queues (options().drain) and
+  // waits for their threads; every accepted input is resolved when it returns.
+  // Call after BeginShutdown. Blocks; idempotent.
   void StopService();
 
  private:
+  struct Model;
   // A route's handler: answers through `respond` (exactly once) and returns the
   // cancel function of Handle (empty when there is nothing to cancel).
   using Handler = std::function<void()> (Router::*)(HttpRequest request, Respond respond);
@@ -178,6 +206,7 @@ class Router {
   std::function<void()> Decode(HttpRequest request, Respond respond);      // TEI's /decode
   std::function<void()> Detokenize(HttpRequest request, Respond respond);  // vLLM's /detokenize
   std::function<void()> Embed(HttpRequest request, Respond respond, bool openai);
+  std::function<void()> EmbedSparse(HttpRequest request, Respond respond);  // TEI's /embed_sparse
   // router_score.cc: TEI's /rerank, the Cohere-shaped /v1 and /v2 rerank, /predict.
   std::function<void()> RerankTei(HttpRequest request, Respond respond);
   std::function<void()> RerankOpenAi(HttpRequest request, Respond respond);
@@ -187,7 +216,8 @@ class Router {
   // the request's deadline, and answers `body` of the result with TEI's compute
   // headers, or the error in `flavor`'s shape. Returns the cancel function.
   std::function<void()> Score(const HttpRequest& request, Respond respond, ApiFlavor flavor, const std::string& route,
-                              EmbedRequest embed, std::function<std::string(const EmbedResult&)> body);
+                              const Model& model, EmbedRequest embed,
+                              std::function<std::string(const EmbedResult&)> body);
   // The X-Request-Timeout-Ms header as embed.deadline, counted from `start`;
   // 400 for a malformed value.
   static std::optional<ApiError> SetDeadline(const HttpRequest& request, std::chrono::steady_clock::time_point start,
@@ -196,13 +226,32 @@ class Router {
   void CountInputs(const std::string& route, std::size_t inputs);
   void DecodeIds(HttpRequest request, Respond respond, bool vllm);
 
+  // What the Router knows of one served model.
+  struct Model {
+    std::string name;
+    EmbeddingService* service = nullptr;
+    // The backend's; null for an embedding model. Shared with the answers'
+    // callbacks, which may outlive a Router whose service is shut down after it.
+    std::shared_ptr<const backend::ClassifierInfo> classifier;
+    bool sparse = false;  // a SPLADE model (backend::EncoderInfo::sparse)
+  };
+  // The served models as the Router keeps them.
+  static std::vector<Model> Describe(std::vector<ServedModel> served);
+  // The model `requested` names ("" = the first; with one model, always it), or
+  // nullptr after answering 404 through `reply`, naming the served models.
+  const Model* Choose(const std::string& requested, ApiFlavor flavor, const Respond& reply) const;
+  // The 400 for `model` on a route for another kind of model: what it is and
+  // which routes serve it.
+  static ApiError WrongKind(const Model& model, std::string_view route);
+  // The device memory the models share, or null.
+  [[nodiscard]] const SharedDeviceMemory* device_memory() const;
+  // /info's description of one model.
+  [[nodiscard]] nlohmann::json ModelInfo(const Model& model) const;
+
   const ServerOptions options_;
   const ApiKey api_key_;  // options_.api_key's digest
   const CorsPolicy cors_;
-  EmbeddingService* const service_;
-  // The backend's; null for an embedding model. Shared with the answers'
-  // callbacks, which may outlive a Router whose service is shut down after it.
-  const std::shared_ptr<const backend::ClassifierInfo> classifier_;
+  const std::vector<Model> models_;
   const std::int64_t created_unix_s_;  // when the server started: /v1/models `created`
   std::atomic<ServingState> state_{ServingState::kServing};
   std::atomic<std::int64_t> in_flight_{0};
@@ -214,7 +263,7 @@ class Router {
   // under HAProxy's agent-inter, so that a check sees the queue of the last
   // second rather than of one moment.
   static constexpr std::chrono::milliseconds kQueueAverageTimeConstant{500};
-  QueueAverage queue_average_ ABSL_GUARDED_BY(mu_){kQueueAverageTimeConstant};
+  std::vector<QueueAverage> queue_averages_ ABSL_GUARDED_BY(mu_);  // by model
 };
 
 // TEI's x-compute-* and timing headers of a computed answer (router.cc), in

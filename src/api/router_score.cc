@@ -20,24 +20,24 @@ std::function<void()> Router::RerankOpenAi(HttpRequest request, Respond reply) {
 
 std::function<void()> Router::Rerank(HttpRequest request, Respond reply, ApiFlavor flavor) {
   const std::string route = request.target.substr(0, request.target.find('?'));
-  if (!classifier_) {
-    reply(ErrorReply(flavor, ApiError{400,
-                                      "this model embeds (/v1/embeddings, /embed); reranking needs a "
-                                      "cross-encoder model (a sequence classifier)"}));
-    return {};
-  }
-  if (classifier_->labels.size() != 1) {
-    reply(ErrorReply(flavor, ApiError{400, absl::StrCat("this model is a classifier with ", classifier_->labels.size(),
-                                                        " labels; reranking needs a cross-encoder with one label "
-                                                        "(classify with /predict)")}));
-    return {};
-  }
   auto parsed = ParseRerank(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     reply(ErrorReply(flavor, *e));
     return {};
   }
   auto rerank = std::make_shared<RerankRequest>(std::get<RerankRequest>(std::move(parsed)));
+  const Model* chosen = Choose(rerank->model, flavor, reply);
+  if (chosen == nullptr) return {};
+  if (!chosen->classifier || chosen->classifier->labels.size() != 1) {
+    ApiError e = WrongKind(*chosen, route);
+    if (chosen->classifier) {
+      e.message = absl::StrCat("model \"", chosen->name, "\" is a classifier with ",
+                               chosen->classifier->labels.size(),
+                               " labels; reranking needs a cross-encoder with one label (classify with /predict)");
+    }
+    reply(ErrorReply(flavor, e));
+    return {};
+  }
   EmbedRequest embed{
       .truncate = rerank->truncate, .truncation_direction = rerank->truncation_direction, .priority = rerank->priority};
   embed.inputs.reserve(rerank->documents.size());
@@ -45,14 +45,14 @@ std::function<void()> Router::Rerank(HttpRequest request, Respond reply, ApiFlav
     embed.inputs.push_back(EmbedInput{.text = rerank->query, .text_pair = document});
   }
   return Score(
-      request, std::move(reply), flavor, route, std::move(embed),
-      [classifier = classifier_, rerank, model = options_.model_name, id = request.request_id](const EmbedResult& r) {
+      request, std::move(reply), flavor, route, *chosen, std::move(embed),
+      [classifier = chosen->classifier, rerank, model = chosen->name, id = request.request_id](const EmbedResult& r) {
         return RerankBody(*rerank, r.embeddings, *classifier, model, r.tokens, id);
       });
 }
 
 std::function<void()> Router::Score(const HttpRequest& request, Respond reply, ApiFlavor flavor,
-                                    const std::string& route, EmbedRequest embed,
+                                    const std::string& route, const Model& model, EmbedRequest embed,
                                     std::function<std::string(const EmbedResult&)> body) {
   embed.normalize = false;  // scores, not vectors
   const auto start = std::chrono::steady_clock::now();
@@ -61,7 +61,7 @@ std::function<void()> Router::Score(const HttpRequest& request, Respond reply, A
     return {};
   }
   CountInputs(route, embed.inputs.size());
-  return service_->Embed(std::move(embed), [reply = std::move(reply), flavor, body = std::move(body),
+  return model.service->Embed(std::move(embed), [reply = std::move(reply), flavor, body = std::move(body),
                                             start](absl::StatusOr<EmbedResult> r) {
     if (!r.ok()) return reply(ErrorReply(flavor, FromStatus(r.status())));
     HttpReply out{.status = 200, .body = body(*r)};
@@ -73,24 +73,24 @@ std::function<void()> Router::Score(const HttpRequest& request, Respond reply, A
 
 std::function<void()> Router::Predict(HttpRequest request, Respond reply) {
   const ApiFlavor flavor = ApiFlavor::kTei;
-  if (!classifier_) {
-    reply(ErrorReply(flavor, ApiError{400,
-                                      "this model embeds (/v1/embeddings, /embed); /predict needs a "
-                                      "sequence-classification model"}));
-    return {};
-  }
   auto parsed = ParsePredict(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
   if (auto* e = std::get_if<ApiError>(&parsed)) {
     reply(ErrorReply(flavor, *e));
     return {};
   }
   auto predict = std::make_shared<PredictRequest>(std::get<PredictRequest>(std::move(parsed)));
+  const Model* chosen = Choose(predict->model, flavor, reply);
+  if (chosen == nullptr) return {};
+  if (!chosen->classifier) {
+    reply(ErrorReply(flavor, WrongKind(*chosen, "/predict")));
+    return {};
+  }
   EmbedRequest embed{.inputs = std::move(predict->inputs),
                      .truncate = predict->truncate,
                      .truncation_direction = predict->truncation_direction,
                      .priority = predict->priority};
-  return Score(request, std::move(reply), flavor, "/predict", std::move(embed),
-               [classifier = classifier_, predict](const EmbedResult& r) {
+  return Score(request, std::move(reply), flavor, "/predict", *chosen, std::move(embed),
+               [classifier = chosen->classifier, predict](const EmbedResult& r) {
                  return PredictBody(*predict, r.embeddings, *classifier);
                });
 }

@@ -80,7 +80,7 @@ TEST(RouterScore, EachRouteRefusesTheOtherModelKind) {
   for (const char* route : {"/rerank", "/v1/rerank", "/v2/rerank"}) {
     const HttpReply r = Call(*embedder.router, route, R"({"query":"q","texts":["a"]})");
     EXPECT_EQ(r.status, 400) << route;
-    EXPECT_THAT(r.body, HasSubstr("reranking needs a cross-encoder")) << route;
+    EXPECT_THAT(r.body, HasSubstr("is an embedding model: it embeds with /v1/embeddings and /embed, not with /")) << route;
   }
   EXPECT_EQ(Call(*embedder.router, "/predict", R"({"inputs":"a"})").status, 400);
 

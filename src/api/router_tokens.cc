@@ -16,8 +16,10 @@ std::function<void()> Router::Tokenize(HttpRequest request, Respond reply) {
     reply(ErrorReply(ApiFlavor::kTei, *e));
     return {};
   }
+  const Model* chosen = Choose(std::get<TokenizeRequest>(parsed).model, ApiFlavor::kTei, reply);
+  if (chosen == nullptr) return {};
   auto texts = std::make_shared<std::vector<std::string>>(std::get<TokenizeRequest>(parsed).texts);
-  service_->Tokenize(*texts, std::get<TokenizeRequest>(parsed).add_special_tokens,
+  chosen->service->Tokenize(*texts, std::get<TokenizeRequest>(parsed).add_special_tokens,
                      [reply = std::move(reply), texts](auto r) {
                        if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
                        reply(HttpReply{.status = 200, .body = TokenizeBody(*texts, *r)});
@@ -34,9 +36,11 @@ void Router::DecodeIds(HttpRequest request, Respond reply, bool vllm) {
     return reply(ErrorReply(flavor, *e));
   }
   DecodeRequest& r = std::get<DecodeRequest>(parsed);
+  const Model* chosen = Choose(r.model, flavor, reply);
+  if (chosen == nullptr) return;
   // The service names the list as "ids[i]"; a single list is `ids` (TEI) or `tokens` (vLLM).
   const std::string single_name = r.batch ? "" : (vllm ? "`tokens`: " : "`ids`: ");
-  service_->Decode(
+  chosen->service->Decode(
       std::move(r.ids), r.skip_special_tokens,
       [reply = std::move(reply), flavor, vllm, single_name](absl::StatusOr<std::vector<std::string>> texts) {
         if (!texts.ok()) {

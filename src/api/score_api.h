@@ -48,7 +48,7 @@ namespace tokenbatch::server {
 // (query, document) pair, EmbedInput::text_pair, for the service).
 struct RerankRequest {
   bool cohere = false;  // the Cohere/Jina shape (documents); else TEI's (texts)
-  std::string model;    // Cohere's `model`, echoed as the served name anyway
+  std::string model;    // Cohere's `model`: the served model it names ("" = the default)
   std::string query;
   std::vector<std::string> documents;
   bool raw_scores = false;
@@ -67,6 +67,7 @@ struct PredictRequest {
   std::optional<bool> truncate;
   std::optional<TruncationDirection> truncation_direction;  // unset: the model's truncation_side
   int priority = 0;
+  std::string model;  // the served model it names ("" = the default; an extension of TEI's shape)
 };
 
 // Parse a rerank (either shape) or a predict body; UTF-8, nesting and the

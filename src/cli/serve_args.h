@@ -1,5 +1,7 @@
-// ServeArgs: `tokenbatch serve`'s flags as given (cmd_serve.cc registers
-// them, ResolveServeConfig in serve_config.h turns them into options). Every
+// ServeArgs: `tokenbatch serve`'s flags as given for one model (cmd_serve.cc
+// registers them, SplitPerModel in serve_models.h gives each model its own
+// values of the per-model flags, ResolveServeConfig in serve_config.h turns
+// them into options). Every
 // default is read from the options struct the flag sets, so the two never
 // disagree; only serve's own choices (TEI's auto-truncate, the torch backend,
 // the log level) are written here. Plain value type.
@@ -14,6 +16,7 @@
 #include "tokenbatch/api/server_options.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/backend/noop_encoder.h"
+#include "tokenbatch/core/device_memory_budget.h"
 #include "tokenbatch/core/scheduler_options.h"
 #include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/runtime/batcher_options.h"
@@ -85,6 +88,11 @@ struct ServeArgs {
   double lb_agent_backlog_ms =
       std::chrono::duration<double, std::milli>(server::ServerOptions{}.half_weight_backlog).count();
   std::string calibration;  // a `tokenbatch calibrate` JSON file; "" = none
+  // Bytes every model's batches in flight may hold together (serve_models.h); 0 = no shared budget.
+  std::uint64_t device_memory = 0;
+  // This model's share of --device-memory (ModelMemoryShare).
+  double device_memory_weight = ModelMemoryShare{}.weight;
+  std::uint64_t device_memory_guaranteed = 0;
   int noop_hidden = backend::NoopEncoderOptions{}.hidden_size;
   int noop_delay_us = static_cast<int>(backend::NoopEncoderOptions{}.delay.count());
   std::int32_t noop_fail_on_id = backend::NoopEncoderOptions{}.fail_on_id;

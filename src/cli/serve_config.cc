@@ -53,7 +53,9 @@ absl::Status FitCalibration(const backend::CalibrationFile& calib, const ServeAr
     return Bad(fmt::format("--calibration {} was measured on {}, and this server runs on {}: calibrate on {}",
                            a.calibration, calib.device, a.device, a.device));
   }
-  if (a.workers > 1) {
+  // A shared device budget (--device-memory) admits each batch by its own
+  // bytes, so several workers are safe under it.
+  if (a.workers > 1 && a.device_memory == 0) {
     return Bad(fmt::format(
         "--calibration {} budgets one forward at a time, and --workers {} runs {} at once: calibrate with "
         "--memory-limit divided by {}, and serve its budget with --max-batch-tokens and without --calibration",

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +21,7 @@
 
 #include "api/router.h"
 #include "tokenbatch/http/http_server.h"
+#include "tokenbatch/runtime/shared_device_memory.h"
 #include "tokenbatch/service/embedding_service.h"
 
 namespace tokenbatch::cli {
@@ -82,29 +85,82 @@ int WaitForStopSignal() {
 
 }  // namespace
 
-void RunServe(const ServeConfig& config) {
-  // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
-  spdlog::set_level(spdlog::level::from_str(config.log_level));
-  for (const std::string& warning : config.warnings) spdlog::warn("{}", warning);
+namespace {
 
+// Loads model `m` of `plan` and starts its service, on `device` when the models
+// share one. Fails naming the model when there are several.
+std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std::size_t m,
+                                                     const std::shared_ptr<SharedDeviceMemory>& device) {
+  const ServeConfig& config = plan.models[m];
+  const std::string which =
+      plan.models.size() > 1 ? fmt::format("model \"{}\": ", config.server.model_name) : std::string();
   auto tok = OrFail(kServeCommand, tokenizer::Tokenizer::FromFile(config.tokenizer, config.tokenizer_options),
-                    "loading tokenizer " + config.tokenizer);
+                    which + "loading tokenizer " + config.tokenizer);
   absl::StatusOr<std::unique_ptr<backend::Encoder>> loaded = LoadServeEncoder(config, *tok);
-  if (!loaded.ok()) Fail(kServeCommand, std::string(loaded.status().message()));
+  if (!loaded.ok()) Fail(kServeCommand, which + std::string(loaded.status().message()));
   std::unique_ptr<backend::Encoder> encoder = *std::move(loaded);
   const backend::EncoderInfo info = encoder->info();
   if (info.classifier) {
     spdlog::info(
-        "backend {}: a cross-encoder with {} label(s) ({}), served on /predict (and /rerank, /v1/rerank, /v2/rerank "
+        "{}backend {}: a cross-encoder with {} label(s) ({}), served on /predict (and /rerank, /v1/rerank, /v2/rerank "
         "for one label); tokenizer {}",
-        info.name, info.classifier->labels.size(), fmt::join(info.classifier->labels, ", "), config.tokenizer);
+        which, info.name, info.classifier->labels.size(), fmt::join(info.classifier->labels, ", "), config.tokenizer);
+  } else if (info.sparse) {
+    spdlog::info("{}backend {}: sparse (splade) embeddings over {} vocabulary ids, served on /embed_sparse; tokenizer {}",
+                 which, info.name, info.vocab_size, config.tokenizer);
   } else {
-    spdlog::info("backend {} (hidden {}), tokenizer {}", info.name, encoder->hidden_size(), config.tokenizer);
+    spdlog::info("{}backend {} (hidden {}), tokenizer {}", which, info.name, encoder->hidden_size(), config.tokenizer);
   }
-  if (!info.attention.empty()) spdlog::info("attention kernel {} ({}, {})", info.attention, info.dtype, config.encoder.hf.device);
-  auto service = OrFail(kServeCommand,
-                        server::EmbeddingService::Create(config.service, std::move(tok), std::move(encoder)), "service");
+  if (!info.attention.empty()) {
+    spdlog::info("{}attention kernel {} ({}, {})", which, info.attention, info.dtype, config.encoder.hf.device);
+  }
+  server::ServiceOptions options = config.service;
+  if (device) {
+    options.batcher.device_memory =
+        DeviceMemoryShare{.device = device, .model = m, .memory_model = plan.memory_models[m]};
+  }
+  auto service = OrFail(kServeCommand, server::EmbeddingService::Create(options, std::move(tok), std::move(encoder)),
+                        which + "service");
+  const SchedulerOptions& s = service->options().batcher.scheduler;
+  spdlog::info("{}max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}", which,
+               s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
+               OversizePolicyName(s.oversize), service->max_input_tokens());
+  return service;
+}
+
+}  // namespace
+
+void RunServe(const ServePlan& plan) {
+  const ServeConfig& config = plan.models.front();
+  // Logs (and fatal errors) go to stderr, as TEI's and the other subcommands' do.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tokenbatch"));
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  for (const ServeConfig& model : plan.models) {
+    for (const std::string& warning : model.warnings) {
+      if (plan.models.size() > 1) {
+        spdlog::warn("model \"{}\": {}", model.server.model_name, warning);
+      } else {
+        spdlog::warn("{}", warning);
+      }
+    }
+  }
+  std::shared_ptr<SharedDeviceMemory> device;
+  if (plan.device_memory) {
+    device = OrFail(kServeCommand, SharedDeviceMemory::Create(*plan.device_memory), "--device-memory");
+    std::vector<std::string> shares;
+    for (const ModelMemoryShare& share : plan.device_memory->models) {
+      shares.push_back(fmt::format("{} (weight {}, guaranteed {} bytes, longest input {} bytes)", share.name,
+                                   share.weight, share.guaranteed_bytes, share.largest_batch_bytes));
+    }
+    spdlog::info("device memory: {} bytes for the batches of {}", plan.device_memory->limit_bytes,
+                 fmt::join(shares, ", "));
+  }
+  std::vector<std::unique_ptr<server::EmbeddingService>> services;
+  std::vector<server::ServedModel> served;
+  for (std::size_t m = 0; m < plan.models.size(); ++m) {
+    services.push_back(StartModel(plan, m, device));
+    served.push_back({plan.models[m].server.model_name, services.back().get()});
+  }
 
   // SIGINT/SIGTERM: from here on (loading is over, so a signal before this
   // point ends the process at once, with nothing to drain), a handler writes the
@@ -116,12 +172,8 @@ void RunServe(const ServeConfig& config) {
   const rlim_t open_files = RaiseOpenFilesLimit();
   SetStopHandler(OnStopSignal);
 
-  auto router = std::make_unique<server::Router>(config.server, service.get());
+  auto router = std::make_unique<server::Router>(config.server, std::move(served));
   auto http = OrFail(kServeCommand, server::HttpServer::Start(router.get()), "starting the server");
-  const SchedulerOptions& s = service->options().batcher.scheduler;
-  spdlog::info("max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}",
-               s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
-               OversizePolicyName(s.oversize), service->max_input_tokens());
   const server::ServerOptions& opts = config.server;
   spdlog::info(
       "client limits: read timeout {} ms (a whole request, or idle keep-alive), header limit {} bytes, "
@@ -143,7 +195,7 @@ void RunServe(const ServeConfig& config) {
   http->Stop();
   http.reset();
   router.reset();
-  service.reset();
+  services.clear();
   std::exit(0);
 }
 

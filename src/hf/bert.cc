@@ -58,6 +58,8 @@ class Bert final : public Transformer {
     status = w.status();
   }
 
+  at::Tensor word_embeddings() const override { return word_; }
+
   at::Tensor Forward(const TokenBatch& batch) const override {
     const int64_t h = config_.hidden_size;
     const double eps = config_.layer_norm_eps;

@@ -149,6 +149,7 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
   // sentence-transformers runs the modules in order; the order tokenbatch runs is
   // Transformer, Pooling, Dense..., Normalize, so another order is refused.
   int stage = 0;  // 0 nothing yet, 1 Transformer, 2 Pooling, 3 Dense, 4 Normalize
+  std::string splade_pooling, splade_pooling_json;  // a SpladePooling module's config file and text
   auto next_stage = [&](int wanted, const std::string& type) -> absl::Status {
     const bool ok = (wanted == 1 && stage == 0) || (wanted == 2 && stage == 1) || (wanted == 3 && (stage == 2 || stage == 3)) ||
                     (wanted == 4 && (stage == 2 || stage == 3));
@@ -171,12 +172,21 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
       return Bad(modules_path.string(), absl::StrCat("module path \"", path, "\" leaves the model directory"));
     }
     const fs::path dir = fs::path(root) / path;
-    const int wanted = type == "Transformer" ? 1 : type == "Pooling" ? 2 : type == "Dense" ? 3 : type == "Normalize" ? 4 : 0;
+    const int wanted = type == "Transformer" || type == "MLMTransformer"       ? 1
+                       : type == "Pooling" || type == "SpladePooling" ? 2
+                       : type == "Dense"                               ? 3
+                       : type == "Normalize"                           ? 4
+                                                                       : 0;
     if (wanted > 0) {
       if (absl::Status s = next_stage(wanted, type); !s.ok()) return s;
     }
-    if (type == "Transformer") {
+    if (type == "Transformer" || type == "MLMTransformer") {
       m.transformer_dir = dir.string();
+    } else if (type == "SpladePooling") {
+      absl::StatusOr<json> pooling = ReadJsonObject(dir / "config.json", false);
+      if (!pooling.ok()) return pooling.status();
+      splade_pooling = (dir / "config.json").string();
+      splade_pooling_json = pooling->dump();
     } else if (type == "Pooling") {
       const std::string source = (dir / "config.json").string();
       absl::StatusOr<json> pooling = ReadJsonObject(dir / "config.json", false);
@@ -193,7 +203,8 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
     } else {
       return Bad(modules_path.string(),
                  absl::StrCat("module type \"", full_type,
-                              "\" is not supported (supported: Transformer, Pooling, Dense, Normalize)"));
+                              "\" is not supported (supported: Transformer, MLMTransformer, Pooling, "
+                              "SpladePooling, Dense, Normalize)"));
     }
   }
 
@@ -252,8 +263,18 @@ absl::StatusOr<ModelDirectory> ReadModelDirectory(const std::string& root) {
                  absl::StrCat("default_prompt_name \"", m.default_prompt_name, "\" is not among the prompts"));
     }
   }
-  // A sequence classifier without a Pooling module is a cross-encoder.
+  // A masked LM without a Pooling module, or under SpladePooling, gives sparse embeddings.
   if (!m.pooling.has_value()) {
+    absl::StatusOr<std::optional<SpladeHead>> splade = ParseSpladeHead(
+        config_json->dump(), splade_pooling_json, splade_pooling.empty() ? config_path.string() : splade_pooling);
+    if (!splade.ok()) return splade.status();
+    m.splade = *std::move(splade);
+    if (m.splade && (!m.dense.empty() || m.normalize)) {
+      return Bad(modules_path.string(), "a SpladePooling model takes no Dense or Normalize module");
+    }
+  }
+  // A sequence classifier without a Pooling module is a cross-encoder.
+  if (!m.pooling.has_value() && !m.splade.has_value()) {
     absl::StatusOr<std::optional<ClassifierHead>> head =
         ParseClassifierHead(config_json->dump(), st->is_object() ? st->dump() : "", config_path.string());
     if (!head.ok()) return head.status();

@@ -96,6 +96,10 @@ class Transformer {
   // The last hidden state (see the header comment). Thread-safe (weights are
   // read only); throws c10::Error / std::bad_alloc on failure.
   [[nodiscard]] virtual at::Tensor Forward(const TokenBatch& batch) const = 0;
+  // The token embedding table [vocab_size, H], which a masked-LM head's decoder
+  // shares when its weights are tied; undefined where the architecture does not
+  // expose it.
+  [[nodiscard]] virtual at::Tensor word_embeddings() const { return {}; }
 };
 
 // Builds the architecture config.architecture names from `checkpoint`, with every

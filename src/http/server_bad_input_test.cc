@@ -166,9 +166,9 @@ void ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds linger) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto m = Call(s.port, "GET", "/metrics");
   ASSERT_TRUE(m);
-  EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{outcome=\"cancelled\"}"), 5) << m->body;
-  EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{outcome=\"success\"}"), 1);
-  EXPECT_EQ(MetricValue(m->body, "tokenbatch_batches_total"), 1);  // only "busy" was computed
+  EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{model=\"tokenbatch\",outcome=\"cancelled\"}"), 5) << m->body;
+  EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{model=\"tokenbatch\",outcome=\"success\"}"), 1);
+  EXPECT_EQ(MetricValue(m->body, "tokenbatch_batches_total{model=\"tokenbatch\"}"), 1);  // only "busy" was computed
   auto h = Call(s.port, "GET", "/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);

@@ -93,7 +93,7 @@ TEST(ServeBinary, ASecondSignalWhileDrainingStopsAtOnce) {
   bool submitted = false;
   while (!submitted && std::chrono::steady_clock::now() < give_up) {
     auto metrics = Call(serve.port(), "GET", "/metrics");
-    submitted = metrics && metrics->body.find("\ntokenbatch_inputs_submitted_total 1\n") != std::string::npos;
+    submitted = metrics && metrics->body.find("\ntokenbatch_inputs_submitted_total{model=\"noop\"} 1\n") != std::string::npos;
     if (!submitted) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_TRUE(submitted);

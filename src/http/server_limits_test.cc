@@ -89,7 +89,7 @@ TEST(ServerLimits, TruncatePolicyCutsOnlyTheLongInput) {
 void WaitUntilRunning(std::uint16_t port) {
   for (int i = 0; i < 500; ++i) {
     auto m = Call(port, "GET", "/metrics");
-    if (m && m->body.find("tokenbatch_batches_total 1") != std::string::npos) return;
+    if (m && m->body.find("tokenbatch_batches_total{model=\"tokenbatch\"} 1") != std::string::npos) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }

@@ -71,7 +71,7 @@ TEST_F(ServerTest, HealthInfoMetrics) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->status, 200);
   EXPECT_THAT(m->header("content-type"), HasSubstr("text/plain"));
-  EXPECT_THAT(m->body, HasSubstr("tokenbatch_batch_size_bucket{le=\"1\"}"));
+  EXPECT_THAT(m->body, HasSubstr("tokenbatch_batch_size_bucket{model=\"tokenbatch\",le=\"1\"}"));
   EXPECT_THAT(m->body, HasSubstr("tokenbatch_http_requests_total{route=\"/embed\",code=\"200\"}"));
 }
 

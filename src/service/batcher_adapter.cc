@@ -21,7 +21,10 @@ ServiceBatcher::Backend EncoderBatchFunction(const backend::Encoder* encoder) {
     const double inference_us = std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count();
     std::vector<ItemOut> out(inputs.size());
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      out[i] = ItemOut{.values = std::move((*embedded)[i].values), .batch_start = start, .inference_us = inference_us};
+      out[i] = ItemOut{.values = std::move((*embedded)[i].values),
+                       .indices = std::move((*embedded)[i].indices),
+                       .batch_start = start,
+                       .inference_us = inference_us};
     }
     return out;
   };

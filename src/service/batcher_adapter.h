@@ -5,6 +5,7 @@
 // service; pure functions apart from the Encoder call.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -18,6 +19,7 @@ namespace tokenbatch::server {
 // One input's result: its vector and when and how long its batch ran.
 struct ItemOut {
   std::vector<float> values;
+  std::vector<std::int32_t> indices;  // a sparse model's vocabulary ids (backend::Embedding::indices)
   TimePoint batch_start{};  // the latest of its windows' batches for a split input
   double inference_us = 0;  // its batch's run (the sum over a split input's windows)
 };

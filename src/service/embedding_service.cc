@@ -133,6 +133,11 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
       return InvalidArgumentError(absl::StrCat("the cross-encoder's tokenizer: ", m));
     }
   }
+  // Per-id weights max-pooled over a text are not the mean of its windows' weights.
+  if (info.sparse && sched.oversize == OversizePolicy::kSplit) {
+    return InvalidArgumentError(
+        "sparse embeddings cannot be merged over windows: use oversize truncate or reject, not split");
+  }
   const std::int64_t positions = info.max_positions;
   if (positions > 0) {
     const std::int64_t derived = EffectiveMaxInputTokens(sched);
@@ -158,6 +163,7 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
                                        .prompts = impl->options.prompts,
                                        .default_prompt = impl->options.default_prompt};
   if (info.classifier) impl->preparation.cross_encoder_token_types = info.classifier->token_types;
+  impl->preparation.sparse = info.sparse;
   CountPromptTokens(*impl->tokenizer, impl->preparation);
   impl->backend = std::move(backend);
   return std::unique_ptr<EmbeddingService>(new EmbeddingService(std::move(impl)));

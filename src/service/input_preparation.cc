@@ -87,6 +87,9 @@ void CountPromptTokens(const tokenizer::Tokenizer& tokenizer, InputPreparation& 
 
 absl::StatusOr<PreparedInputs> PrepareInputs(const tokenizer::Tokenizer& tokenizer, const InputPreparation& how,
                                              const EmbedRequest& request) {
+  if (how.sparse && request.dimensions != 0) {
+    return InvalidArgumentError("dimensions does not apply to sparse embeddings (one weight per vocabulary id)");
+  }
   if (request.dimensions < 0 || request.dimensions > how.hidden_size) {
     return InvalidArgumentError(
         absl::StrCat("dimensions ", request.dimensions, " outside [1, ", how.hidden_size, "] (the model's width)"));

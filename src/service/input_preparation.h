@@ -42,6 +42,9 @@ struct InputPreparation {
   // token_types). Unset: an embedding model, which takes no pairs and whose
   // texts get the prompt.
   std::optional<bool> cross_encoder_token_types;
+  // A sparse (SPLADE) model: a request's dimensions must be 0 (its width is the
+  // vocabulary, never truncated).
+  bool sparse = false;
 };
 
 // A request's backend inputs and its counts.
@@ -74,7 +77,8 @@ void CountPromptTokens(const tokenizer::Tokenizer& tokenizer, InputPreparation& 
 //   - normalize and dimensions are copied to every input; special_prefix and
 //     special_suffix are the tokenizer's special ends.
 // Errors (the first; "input[i]: " before the message when one input is the
-// cause): InvalidArgument for dimensions outside [0, hidden_size], an unknown
+// cause): InvalidArgument for dimensions outside [0, hidden_size] (any but 0
+// for a sparse model), an unknown
 // prompt_name (listing the model's), a prompt_name with token-id inputs, a
 // pair for an embedding model, invalid UTF-8, an empty input or an id out of
 // range; Oversize for a pair as PairToTokens says.

@@ -27,6 +27,7 @@ void Pending::Answer() {
     result.queue_us = std::max(result.queue_us, queue_us);
     result.inference_us = std::max(result.inference_us, o.inference_us);
     result.embeddings.push_back(std::move(o.values));
+    result.indices.push_back(std::move(o.indices));
   }
   done(std::move(result));
 }

@@ -100,9 +100,11 @@ struct EmbeddingInput {
   int special_suffix = 0;
 };
 
-// One result: `values` holds `dimensions` (or H) floats.
+// One result: `values` holds `dimensions` (or H) floats; for a sparse model
+// (EncoderInfo::sparse) the weights of the vocabulary ids in `indices`.
 struct Embedding {
   std::vector<float> values;
+  std::vector<int32_t> indices;  // a sparse model's ids, ascending, one per value; else empty
 };
 
 // What calibrate, bench and serve run: a model that embeds one batch of

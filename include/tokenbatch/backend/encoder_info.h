@@ -19,13 +19,19 @@ enum class Pooling {
   kCls,   // row 0
   kMean,  // mean over the request's real tokens
   kLast,  // the request's last real token
+  // SPLADE: a masked-LM head's logits per vocabulary id, pooled over the tokens
+  // as log(1 + relu(logit)) (hf::SpladeHead): a sparse embedding
+  // (EncoderInfo::sparse). TEI's name.
+  kSplade,
 };
-inline constexpr EnumNames<Pooling, 3> kPoolingNames{
-    "pooling", {{{Pooling::kCls, "cls"}, {Pooling::kMean, "mean"}, {Pooling::kLast, "last"}}}, '"'};
+inline constexpr EnumNames<Pooling, 4> kPoolingNames{
+    "pooling",
+    {{{Pooling::kCls, "cls"}, {Pooling::kMean, "mean"}, {Pooling::kLast, "last"}, {Pooling::kSplade, "splade"}}},
+    '"'};
 
-// "cls" | "mean" | "last" -> Pooling; InvalidArgumentError listing them otherwise.
+// "cls" | "mean" | "last" | "splade" -> Pooling; InvalidArgumentError listing them otherwise.
 [[nodiscard]] inline absl::StatusOr<Pooling> ParsePooling(std::string_view name) { return kPoolingNames.Parse(name); }
-// Pooling -> "cls" | "mean" | "last".
+// Pooling -> "cls" | "mean" | "last" | "splade".
 [[nodiscard]] constexpr std::string_view PoolingName(Pooling pooling) { return kPoolingNames.Name(pooling); }
 
 // The function a cross-encoder's logits go through to become scores
@@ -73,13 +79,17 @@ struct EncoderInfo {
   // The attention kernel ("eager", "sdpa", "flash_varlen", "efficient_varlen");
   // "" when the encoder does not say (a TorchScript module, noop).
   std::string attention;
-  std::string pooling;            // "cls" | "mean" | "last"; "" when not pooled (a classifier)
+  std::string pooling;            // "cls" | "mean" | "last" | "splade"; "" when not pooled (a classifier)
   // Ids must be < vocab_size (the embedding table's rows); 0 = not checked.
   std::int64_t vocab_size = 0;
   // Longest input in tokens (the model's position table); 0 = unbounded.
   std::int64_t max_positions = 0;
   // Whether embeddings are L2-normalised when an input does not say.
   bool default_normalize = false;
+  // A sparse (SPLADE) model: Embed returns, per input, the vocabulary ids whose
+  // weight is above 0 (Embedding::indices, ascending) and their weights; the
+  // dense width is vocab_size. Never normalised or truncated to `dimensions`.
+  bool sparse = false;
   std::optional<ClassifierInfo> classifier;  // unset: an embedding model
 };
 

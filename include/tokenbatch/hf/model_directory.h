@@ -26,6 +26,10 @@
 // (...sentence_transformer.modules.pooling.Pooling) paths load.
 // Without modules.json the directory is a plain transformers model: pooling then
 // comes from the caller (`--pooling`), no dense layers, no normalisation.
+// A directory whose config.json "architectures" names BertForMaskedLM and that
+// has no Pooling module, or whose modules are a Transformer (or MLMTransformer)
+// and a SpladePooling module (sentence-transformers' SparseEncoder), is a
+// sparse SPLADE model (SpladeHead).
 // A directory whose config.json "architectures" names a sequence classifier
 // (BertForSequenceClassification, XLMRobertaForSequenceClassification,
 // RobertaForSequenceClassification) and that has no Pooling module is a
@@ -149,6 +153,33 @@ struct ClassifierHead {
                                                                                 std::string_view st_config_json,
                                                                                 std::string_view source);
 
+// A masked-language-model head read by SPLADE pooling (sparse embeddings):
+// transformers' BertForMaskedLM `cls.predictions` (transform.dense, the
+// config's hidden_act, transform.LayerNorm, then the decoder over the
+// vocabulary, its weight tied to the word embeddings unless saved) gives a logit
+// per vocabulary id per token; sentence-transformers' SpladePooling (and TEI's
+// splade pooling) turns them into one weight per id:
+//   w[v] = pool over the input's tokens t of log(1 + relu(logit[t, v]))
+// with pool max (SPLADE v2, the default) or sum (the original SPLADE), and a
+// second log(1 + ·) for activation_function "log1p_relu".
+struct SpladeHead {
+  std::string architecture_class;  // config.json architectures[0]: "BertForMaskedLM"
+  bool max_pooling = true;         // pooling_strategy "max"; false: "sum"
+  bool log1p_twice = false;        // activation_function "log1p_relu"; false: "relu"
+};
+
+// Reads the head of a directory whose config.json (`config_json`) names a
+// masked-LM class, with its SpladePooling module's config (`pooling_json`, its
+// text; "" when the directory has none: TEI's defaults, max and relu).
+// nullopt when the config names no *ForMaskedLM class and there is no
+// SpladePooling module. Errors (InvalidArgumentError naming `source` and the
+// field): a SpladePooling module over a model that is not a masked LM, a
+// masked-LM class other than BertForMaskedLM (bert), a pooling_strategy other
+// than max and sum, an activation_function other than relu and log1p_relu.
+[[nodiscard]] absl::StatusOr<std::optional<SpladeHead>> ParseSpladeHead(std::string_view config_json,
+                                                                        std::string_view pooling_json,
+                                                                        std::string_view source);
+
 struct ModelDirectory {
   std::string root;
   std::string transformer_dir;  // where config.json and the weights are (the Transformer module's path)
@@ -174,6 +205,11 @@ struct ModelDirectory {
   // Set for a cross-encoder / classifier directory (see the header comment);
   // pooling, dense and normalize then do not apply.
   std::optional<ClassifierHead> classifier;
+  // Set for a sparse (SPLADE) model: a BertForMaskedLM directory without a
+  // Pooling module, or a sentence-transformers SparseEncoder directory
+  // (Transformer or MLMTransformer, then SpladePooling). Embeddings are then
+  // the head's weight per vocabulary id; dense and normalize do not apply.
+  std::optional<SpladeHead> splade;
 };
 
 // Reads config.json alone (see the header comment for the checks).

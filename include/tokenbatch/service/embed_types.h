@@ -52,6 +52,10 @@ struct EmbedResult {
   // One per input, same order: an embedding, or a classifier's raw logits
   // (backend::EncoderInfo::classifier: one per label).
   std::vector<std::vector<float>> embeddings;
+  // One per input, same order: a sparse model's (backend::EncoderInfo::sparse)
+  // vocabulary ids of the weights in `embeddings` (ascending, same count); an
+  // empty list for a dense model.
+  std::vector<std::vector<std::int32_t>> indices;
   std::int64_t tokens = 0;                     // tokens computed, all inputs
   // TEI's x-compute-characters: Unicode characters (code points) of each text
   // input as sent, without a prompt, and the number of ids of each token-id input.
