@@ -122,5 +122,31 @@ TEST(AgentCheckLine, SaysReadyUpWithTheWeightThenDrainThenDown) {
   EXPECT_EQ(AgentCheckLine(ServingState::kStopping, 73), "down\n");
 }
 
+TEST(LoadWeight, SeveralModelsAddTheirQueuesAndBacklogs) {
+  const ReplicaLoad embed{.queued_tokens = 8192, .max_batch_tokens = 8192};
+  const ReplicaLoad rerank{.queued_tokens = 2048, .max_batch_tokens = 2048};
+  // One model is LoadWeightPercent of that model.
+  EXPECT_EQ(LoadWeightPercent(ModelsLoad{.models = {embed}}, kHalfAt), LoadWeightPercent(embed, kHalfAt));
+  // A full budget queued for each: pressure 2.
+  EXPECT_EQ(LoadWeightPercent(ModelsLoad{.models = {embed, rerank}}, kHalfAt), 33);
+  // Backlogs add too: half a batch of 120 ms and half one of 180 ms make 150 ms,
+  // pressure 1.5 beside the one budget queued in all: 100 / 2.5.
+  ReplicaLoad slow_embed{.queued_tokens = 4096, .max_batch_tokens = 8192, .latency = {{.fixed_us = 120'000}}};
+  ReplicaLoad slow_rerank{.queued_tokens = 1024, .max_batch_tokens = 2048, .latency = {{.fixed_us = 180'000}}};
+  EXPECT_EQ(LoadWeightPercent(ModelsLoad{.models = {slow_embed, slow_rerank}}, kHalfAt), 40);
+}
+
+TEST(LoadWeight, WithASharedDeviceTheQueuesAreWeighedInItsBytes) {
+  // 3 inputs of 100 tokens under 1000 + 10·B·L bytes: 1000 + 3000 bytes.
+  EXPECT_DOUBLE_EQ(QueuedBytes(300, 3, 1000, 10, 0), 4000);
+  EXPECT_DOUBLE_EQ(QueuedBytes(300, 3, 0, 0, 0.5), 0.5 * 300 * 100);
+  EXPECT_EQ(QueuedBytes(0, 0, 1000, 10, 0), 0);
+  const ReplicaLoad embed{.queued_tokens = 300, .queued_inputs = 3, .max_batch_tokens = 8192};
+  // The queues hold 4000 + 4000 bytes of an 8000-byte device: one device-full, weight halves.
+  EXPECT_EQ(LoadWeightPercent(ModelsLoad{.models = {embed, embed}, .queued_bytes = {4000, 4000}, .limit_bytes = 8000},
+                              kHalfAt),
+            50);
+}
+
 }  // namespace
 }  // namespace tokenbatch::server

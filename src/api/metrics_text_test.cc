@@ -55,5 +55,36 @@ TEST(MetricsText, SnapshotHasEveryFamily) {
   }
 }
 
+TEST(MetricsText, SeveralModelsShareEachFamilysHeaderAndLabelTheirSeries) {
+  MetricsSnapshot a, b;
+  a.queue_requests = 1;
+  b.queue_requests = 2;
+  b.failures_by_kind["oversize"] = 4;
+  const std::string out = MetricsSnapshotText({{"model=\"a\"", &a}, {"model=\"b\"", &b}});
+  EXPECT_THAT(out, HasSubstr("# TYPE tokenbatch_queue_size gauge\ntokenbatch_queue_size{model=\"a\"} 1\n"
+                             "tokenbatch_queue_size{model=\"b\"} 2\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_inputs_total{model=\"b\",outcome=\"oversize\"} 4\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_batch_size_bucket{model=\"a\",le=\"+Inf\"} 0\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_batch_size_sum{model=\"b\"} 0\n"));
+  EXPECT_EQ(out.find("# HELP tokenbatch_batch_size "), out.rfind("# HELP tokenbatch_batch_size "));
+}
+
+TEST(MetricsText, LabelValuesAreEscaped) {
+  EXPECT_EQ(LabelValue("plain"), "plain");
+  EXPECT_EQ(LabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+TEST(MetricsText, TheSharedDeviceMemoryPerModel) {
+  SharedDeviceMemory::Snapshot device{.limit_bytes = 1000, .in_flight_bytes = 300, .peak_in_flight_bytes = 900};
+  device.models.push_back({.name = "embed", .in_flight_bytes = 300, .waits = 2});
+  device.models.push_back({.name = "rerank", .waiting_for_bytes = 800});
+  const std::string out = DeviceMemoryText(device);
+  EXPECT_THAT(out, HasSubstr("tokenbatch_device_memory_limit_bytes 1000\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_device_memory_peak_in_flight_bytes 900\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_device_memory_in_flight_bytes{model=\"embed\"} 300\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_device_memory_waiting_bytes{model=\"rerank\"} 800\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_device_memory_waits_total{model=\"embed\"} 2\n"));
+}
+
 }  // namespace
 }  // namespace tokenbatch::server

@@ -1,6 +1,7 @@
 // The noop encoder: fixed, checkable vectors without a model (see the header).
 #include <array>
 #include <cmath>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +60,17 @@ class NoopEncoder final : public Encoder {
       }
     }
     std::vector<Embedding> out(inputs.size());
+    if (options_.sparse) {
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        std::map<std::int32_t, int> counts;
+        for (std::int32_t id : inputs[i].input_ids) ++counts[id];
+        for (const auto& [id, n] : counts) {
+          out[i].indices.push_back(id);
+          out[i].values.push_back(static_cast<float>(n));
+        }
+      }
+      return out;
+    }
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const EmbeddingInput& in = inputs[i];
       if (in.input_ids.empty()) return InvalidArgumentError(absl::StrCat("input ", i, " is empty"));
@@ -85,6 +97,10 @@ class NoopEncoder final : public Encoder {
     if (!options_.labels.empty()) {
       info.classifier =
           ClassifierInfo{.labels = options_.labels, .activation = ScoreActivation::kSigmoid, .token_types = true};
+    } else if (options_.sparse) {
+      info.sparse = true;
+      info.pooling = "splade";
+      info.default_normalize = false;
     }
     return info;
   }

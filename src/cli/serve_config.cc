@@ -162,12 +162,18 @@ absl::StatusOr<EncoderChoice> ChooseEncoder(const ServeArgs& a, const ServeFiles
     if (a.noop_oom_above_tokens < 0) {
       return Bad(fmt::format("--noop-oom-above-tokens must be >= 0, got {}", a.noop_oom_above_tokens));
     }
+    if (!a.pooling.empty() && a.pooling != "splade") {
+      return Bad(fmt::format("--backend noop pools nothing: --pooling {} applies to a model", a.pooling));
+    }
+    const bool sparse = a.pooling == "splade";
+    if (sparse && normalize.value_or(false)) return Bad("sparse (splade) embeddings are not normalised: --normalize");
     e.kind = EncoderChoice::Kind::kNoop;
     e.noop = {.hidden_size = a.noop_hidden,
               .delay = std::chrono::microseconds(a.noop_delay_us),
-              .normalize = normalize.value_or(true),
+              .normalize = normalize.value_or(!sparse),
               .fail_on_id = a.noop_fail_on_id,
-              .oom_above_tokens = a.noop_oom_above_tokens};
+              .oom_above_tokens = a.noop_oom_above_tokens,
+              .sparse = sparse};
     return e;
   }
   if (a.backend != "torch") return Bad("--backend must be torch or noop, got " + a.backend);

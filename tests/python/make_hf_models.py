@@ -3,8 +3,10 @@ architecture tokenbatch implements, for the parity tests (hf_parity.py).
 
     python make_hf_models.py OUT_DIR TOKENIZERS_DIR [CASE...]
 
-CASEs: bert, xlm-roberta, qwen3, and the cross-encoders bert-reranker,
-xlm-roberta-reranker and bert-nli (the default: all six, small), and
+CASEs: bert, xlm-roberta, qwen3, the cross-encoders bert-reranker,
+xlm-roberta-reranker and bert-nli, and the sparse bert-splade (a
+BertForMaskedLM) and bert-splade-sum (a SparseEncoder directory) (the default:
+all eight, small), and
 the full-size bert-base, xlm-roberta-base and qwen3-0.6b (Qwen3-Embedding-0.6B's
 shape, 0.6 B parameters, 2.4 GB in float32: its attention over long inputs can
 exhaust a GPU) for scripts/gpu/gpu_check.sh.
@@ -108,6 +110,24 @@ CROSS_ENCODER_CASES = {
         max_seq_length=128),
 }
 
+# Sparse (SPLADE) models: a BertForMaskedLM as transformers saves it (TEI's
+# splade pooling: max over the tokens of log(1 + relu(logits))), and the same
+# kind of model as sentence-transformers' SparseEncoder saves it, with the
+# other SpladePooling settings (sum, log1p_relu).
+SPARSE_CASES = {
+    "bert-splade": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=512, hidden_act="gelu"),
+        tokenizer="bert-base-uncased", special=BERT_SPECIAL_TOKENS, max_seq_length=128, sparse_encoder=None),
+    "bert-splade-sum": dict(
+        config=lambda: transformers.BertConfig(
+            vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=512, hidden_act="gelu_new"),
+        tokenizer="bert-base-uncased", special=BERT_SPECIAL_TOKENS, max_seq_length=128,
+        sparse_encoder=dict(pooling_strategy="sum", activation_function="log1p_relu")),
+}
+
 # Full-size shapes for the GPU checks (scripts/gpu/gpu_check.sh), random weights:
 # BERT-base and XLM-R-base (bge-m3 / multilingual-e5-base's encoder), and
 # Qwen3-Embedding-0.6B's configuration (its config.json).
@@ -204,13 +224,49 @@ def write_cross_encoder(name, case, out, tokenizers_dir):
     final.rename(out)
 
 
+def write_sparse(name, case, out, tokenizers_dir):
+    """A BertForMaskedLM directory (transformers' save_pretrained, its decoder
+    tied to the word embeddings), or that model saved by SparseEncoder with a
+    SpladePooling module."""
+    torch.manual_seed(2468)
+    config = case["config"]()
+    model = transformers.BertForMaskedLM(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.08)
+        # A negative vocabulary bias makes most weights 0, as a trained SPLADE
+        # model's are, so that which ids are above 0 is tested too.
+        model.cls.predictions.bias.fill_(-1.5)
+    tmp = out.with_suffix(".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp, safe_serialization=True)
+    shutil.copy(tokenizers_dir / case["tokenizer"] / "tokenizer.json", tmp / "tokenizer.json")
+    (tmp / "tokenizer_config.json").write_text(json.dumps(dict(
+        tokenizer_class="PreTrainedTokenizerFast", model_max_length=case["max_seq_length"], **case["special"])))
+    final = tmp
+    if case["sparse_encoder"]:
+        from sentence_transformers import SparseEncoder
+        from sentence_transformers.base.modules import Transformer
+        from sentence_transformers.sparse_encoder.modules import SpladePooling
+        encoder = SparseEncoder(modules=[
+            Transformer(str(tmp), transformer_task="fill-mask", max_seq_length=case["max_seq_length"]),
+            SpladePooling(**case["sparse_encoder"])], device="cpu")
+        final = tmp.with_suffix(".st")
+        shutil.rmtree(final, ignore_errors=True)
+        encoder.save(str(final), safe_serialization=True)
+        shutil.rmtree(tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    final.rename(out)
+
+
 def main():
     root = pathlib.Path(sys.argv[1])
     tokenizers_dir = pathlib.Path(sys.argv[2])
     root.mkdir(parents=True, exist_ok=True)
     stamp = f"{STAMP_VERSION} transformers {transformers.__version__} torch {torch.__version__}"
-    names = sys.argv[3:] or list(CASES) + list(CROSS_ENCODER_CASES)
-    every = {**CASES, **CROSS_ENCODER_CASES, **LARGE_CASES}
+    names = sys.argv[3:] or list(CASES) + list(CROSS_ENCODER_CASES) + list(SPARSE_CASES)
+    every = {**CASES, **CROSS_ENCODER_CASES, **SPARSE_CASES, **LARGE_CASES}
     for name in names:
         if name not in every:
             sys.exit(f"make_hf_models: unknown case {name} (known: {', '.join(every)})")
@@ -220,6 +276,8 @@ def main():
             continue
         if name in CROSS_ENCODER_CASES:
             write_cross_encoder(name, case, out, tokenizers_dir)
+        elif name in SPARSE_CASES:
+            write_sparse(name, case, out, tokenizers_dir)
         else:
             write_case(name, case, out, tokenizers_dir)
         (out / ".stamp").write_text(stamp)

@@ -33,6 +33,10 @@ struct NoopEncoderOptions {
   // with x_0 + 31·n + 7·(the sum of its token type ids) as the offset, so that a
   // test sees whether a pair's types reached the encoder.
   std::vector<std::string> labels;
+  // true (and no labels): a sparse model (EncoderInfo::sparse, pooling
+  // "splade") whose weight for id v of an input is the number of times v occurs
+  // in it, so that a test can check every (index, value) pair from the ids.
+  bool sparse = false;
 };
 
 // An encoder that computes nothing: embedding value j of an input with ids
