@@ -28,6 +28,7 @@
 #include "cli/default_paths.h"
 #include "cli/fail.h"
 #include "cli/policy_run_flags.h"
+#include "cli/simulate_two_models.h"
 #include "tokenbatch/sim/progress.h"
 #include "tokenbatch/sim/report.h"
 #include "tokenbatch/sim/simulator.h"
@@ -54,6 +55,7 @@ struct SimulateFlags : MixFlags, ReportFlags {
   std::size_t workers = 1;
   std::int64_t budget = SchedulerOptions{}.max_batch_tokens;
   bool short_alone = false;
+  std::string second_model;  // "" = one model; else the shape of a second model on the same device
 };
 
 using sim::ProgressBar;
@@ -118,15 +120,17 @@ struct SimulatedGpu {
   std::optional<sim::Calibration> calibration;
   std::optional<sim::GpuModel> gpu;
 };
+// The model shape `name` names; fails naming `flag`.
+sim::ModelShape Shape(const std::string& name, const std::string& flag) {
+  if (name == "qwen3-0.6b") return sim::ModelShape::Qwen3Embedding0_6B();
+  if (name == "minilm") return sim::ModelShape::MiniLML6();
+  if (name == "xlm-roberta-base") return sim::ModelShape::XlmRobertaBase();
+  Fail(kCommand, fmt::format("unknown {} '{}' (expected qwen3-0.6b, minilm or xlm-roberta-base)", flag, name));
+}
+
 SimulatedGpu MakeGpu(const SimulateFlags& flags) {
   SimulatedGpu out;
-  if (flags.model == "qwen3-0.6b") {
-    out.shape = sim::ModelShape::Qwen3Embedding0_6B();
-  } else if (flags.model == "minilm") {
-    out.shape = sim::ModelShape::MiniLML6();
-  } else {
-    Fail(kCommand, "unknown --model '" + flags.model + "' (expected qwen3-0.6b or minilm)");
-  }
+  out.shape = Shape(flags.model, "--model");
   out.device = OrFail(kCommand, sim::DevicePreset(flags.device), "--device");
   if (flags.device_memory > 0) {
     // A cap below the datasheet's, as `bench --cuda-memory-limit` caps a real GPU's allocator.
@@ -247,6 +251,24 @@ void Run(SimulateFlags flags) {
     requests.push_back(
         {.tokens = r.tokens, .is_long = r.length_class == workload::LengthClass::kLong, .arrival_us = r.arrival_us});
   }
+  if (!flags.second_model.empty()) {
+    if (sim_gpu.calibration) Fail(kCommand, "--second-model simulates datasheet shapes: drop --calibration");
+    const sim::GpuModel second = OrFail(
+        kCommand,
+        sim::GpuModel::Create(Shape(flags.second_model, "--second-model"), sim_gpu.device,
+                              sim::GpuModelOptions{.attention = sim_gpu.gpu->options().attention}),
+        "the second model");
+    // The second model reranks: each request is a (query, passage) pair, the
+    // passage plus a 16-token query, cut at the model's positions.
+    std::vector<sim::SimRequest> pairs;
+    for (const sim::SimRequest& r : requests) {
+      pairs.push_back({.tokens = std::min<std::int64_t>(r.tokens + 16, second.model().max_positions),
+                       .is_long = r.is_long,
+                       .arrival_us = r.arrival_us});
+    }
+    RunTwoModels(*sim_gpu.gpu, requests, second, pairs);
+    return;
+  }
   const sim::SimOptions options{.workers = flags.workers,
                                 .clients = arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
                                 // A CPU's workers are threads of one process; a GPU
@@ -308,6 +330,12 @@ void AddSimulateCommand(CLI::App& app) {
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch in the backend's cost unit");
   cmd->add_flag("--short-alone", f->short_alone,
                 "also run the short requests alone (same arrivals) and compare their latency");
+  cmd->add_option("--second-model", f->second_model,
+                  "a second model on the same device (xlm-roberta-base: bge-reranker-base's shape; qwen3-0.6b; "
+                  "minilm), reranking (query, passage) pairs of the same workload at the same arrivals: compares "
+                  "per-model batching (Infinity's; ours with a budget per model) with one shared memory budget "
+                  "(serve --device-memory)")
+      ->excludes("--calibration");
   AddReportFlags(cmd, *f);
   cmd->callback([f] { Run(*f); });
 }

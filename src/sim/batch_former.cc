@@ -38,19 +38,32 @@ class CoreFormer final : public BatchFormer {
     absl::StatusOr<EnqueueOutcome> r = scheduler_->Enqueue({.id = id, .tokens = tokens, .arrival = arrival});
     return r.status();
   }
-  FormerDecision Next(TimePoint now) override {
-    const std::int64_t budget = aimd_.current();
+  FormerDecision Next(TimePoint now) override { return Decide(now, nullptr, 0); }
+  bool SupportsMemoryLimit() const override { return true; }
+  FormerDecision NextWithin(TimePoint now, const CostModel& memory_model, std::int64_t allowance) override {
+    return Decide(now, &memory_model, allowance);
+  }
+  std::size_t queued() const override { return scheduler_->queued_requests(); }
+  void OnOutOfMemory(std::int64_t cost) override { aimd_.OnOutOfMemory(cost); }
+
+ private:
+  FormerDecision Decide(TimePoint now, const CostModel* memory_model, std::int64_t allowance) {
     const BatchLatencyModel model = fit_.model();
-    Decision d = scheduler_->Next(now, {.budget = budget, .latency_model = fit_.ready() ? &model : nullptr});
+    Decision d = scheduler_->Next(now, {.budget = aimd_.current(),
+                                        .latency_model = fit_.ready() ? &model : nullptr,
+                                        .memory_model = memory_model,
+                                        .memory_allowance = allowance});
     FormerDecision out;
     out.batch = std::move(d.batch);
     out.fill = static_cast<double>(d.cost) / static_cast<double>(scheduler_->options().max_batch_tokens);
     out.cost = d.cost;
     out.wake_at = d.wake_at;
+    out.memory_bytes = d.memory_bytes;
+    out.memory_needed = d.memory_needed;
     return out;
   }
-  std::size_t queued() const override { return scheduler_->queued_requests(); }
-  void OnOutOfMemory(std::int64_t cost) override { aimd_.OnOutOfMemory(cost); }
+
+ public:
   void OnBatchRun(std::int64_t cost, double latency_us) override {
     fit_.Add(cost, latency_us);
     aimd_.OnSuccess();

@@ -32,6 +32,11 @@ ModelShape ModelShape::MiniLML6() {
   return {.name = "all-MiniLM-L6-v2", .layers = 6, .hidden = 384, .heads = 12, .kv_heads = 12, .head_dim = 32,
           .intermediate = 1536, .vocab = 30522, .mlp_matrices = 2, .dtype_bytes = 2, .max_positions = 512};
 }
+ModelShape ModelShape::XlmRobertaBase() {
+  return {.name = "bge-reranker-base (XLM-R base)", .layers = 12, .hidden = 768, .heads = 12, .kv_heads = 12,
+          .head_dim = 64, .intermediate = 3072, .vocab = 250002, .mlp_matrices = 2, .dtype_bytes = 2,
+          .max_positions = 512};
+}
 // clang-format on
 
 std::int64_t ModelShape::ParamsPerLayer() const {

@@ -34,6 +34,10 @@ struct FormerDecision {
   double fill = 0;                    // cost / budget (core) or size / batch_size
   std::int64_t cost = 0;              // core: the batch's cost in its cost model's unit; else 0
   std::optional<TimePoint> wake_at;   // when batch is empty: ask again then (unset: queue empty)
+  // NextWithin only (a core former): the batch's bytes under the memory model,
+  // or, with no batch, the bytes its anchor alone needs beyond the allowance.
+  std::int64_t memory_bytes = 0;
+  std::int64_t memory_needed = 0;
 };
 
 class BatchFormer {
@@ -43,6 +47,15 @@ class BatchFormer {
   // tokens < 1.
   [[nodiscard]] virtual absl::Status Enqueue(RequestId id, std::int64_t tokens, TimePoint arrival) = 0;
   [[nodiscard]] virtual FormerDecision Next(TimePoint now) = 0;
+  // Next with a device memory shared with other models' batches
+  // (DecisionContext::memory_model): the batch fits `allowance` bytes under
+  // `memory_model`. Only the core formers can; the others refuse (false), and
+  // a driver must not share a memory budget with them.
+  [[nodiscard]] virtual bool SupportsMemoryLimit() const { return false; }
+  [[nodiscard]] virtual FormerDecision NextWithin(TimePoint now, const CostModel& /*memory_model*/,
+                                                  std::int64_t /*allowance*/) {
+    return Next(now);
+  }
   [[nodiscard]] virtual std::size_t queued() const = 0;
   // The core formers keep the runtime's AIMD budget (AimdBudget, default
   // AimdOptions) and its adaptive batching window (OnlineLatencyFit); other

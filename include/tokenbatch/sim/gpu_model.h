@@ -85,6 +85,10 @@ struct ModelShape {
   // all-MiniLM-L6-v2 (BERT): 6 layers, hidden 384, 12 heads, intermediate 1536,
   // vocab 30,522, 512 positions.
   [[nodiscard]] static ModelShape MiniLML6();
+  // XLM-RoBERTa base, the encoder of bge-reranker-base (its config.json): 12
+  // layers, hidden 768, 12 heads, intermediate 3072 (GELU), vocab 250,002, 512
+  // positions.
+  [[nodiscard]] static ModelShape XlmRobertaBase();
 
   // P of the overview, parameters of one layer.
   [[nodiscard]] std::int64_t ParamsPerLayer() const;
