@@ -62,4 +62,15 @@ Embedding FinishEmbedding(std::span<const float> pooled, int dimensions, bool no
   return out;
 }
 
+Embedding SparseEmbedding(std::span<const float> weights) {
+  Embedding e;
+  for (std::size_t v = 0; v < weights.size(); ++v) {
+    if (weights[v] > 0) {
+      e.indices.push_back(static_cast<int32_t>(v));
+      e.values.push_back(weights[v]);
+    }
+  }
+  return e;
+}
+
 }  // namespace tokenbatch::backend

@@ -26,4 +26,9 @@ namespace tokenbatch::backend {
 [[nodiscard]] Embedding FinishEmbedding(std::span<const float> pooled, int dimensions,
                                         bool normalize);
 
+// A sparse model's embedding from its dense weights per vocabulary id: the ids
+// whose weight is above 0, ascending, in `indices`, and those weights in
+// `values` (EncoderInfo::sparse).
+[[nodiscard]] Embedding SparseEmbedding(std::span<const float> weights);
+
 }  // namespace tokenbatch::backend

@@ -104,4 +104,12 @@ TEST_F(ValidateInputsTest, UncheckedBoundsWhenZero) {
 }
 
 }  // namespace
+TEST(SparseEmbeddingTest, KeepsTheIdsAboveZeroInOrder) {
+  const std::vector<float> weights{0, 0.5f, 0, 2, -1, 0.25f};
+  const Embedding e = SparseEmbedding(weights);
+  EXPECT_EQ(e.indices, (std::vector<int32_t>{1, 3, 5}));
+  EXPECT_EQ(e.values, (std::vector<float>{0.5f, 2, 0.25f}));
+  EXPECT_TRUE(SparseEmbedding(std::vector<float>(4, 0.0f)).indices.empty());
+}
+
 }  // namespace tokenbatch::backend

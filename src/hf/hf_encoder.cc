@@ -13,6 +13,7 @@
 #include "backend/device_peak_memory.h"
 #include "backend/postprocess.h"
 #include "backend/torch_guard.h"
+#include "hf/splade.h"
 #include "hf/transformer.h"
 #include "hf/weights.h"
 #include "tokenbatch/core/errors.h"
@@ -44,12 +45,7 @@ struct HfEncoder::Impl {
     at::Tensor dense_w, dense_b, out_w, out_b;
   };
   std::optional<Head> head;
-  // A masked-LM head for SPLADE (ModelDirectory::splade): logits =
-  // decoder(LayerNorm(act(dense(h)))) over the vocabulary.
-  struct MlmHead {
-    at::Tensor dense_w, dense_b, ln_w, ln_b, decoder_w, decoder_b;
-  };
-  std::optional<MlmHead> mlm;
+  std::unique_ptr<Splade> splade;  // ModelDirectory::splade's head, with splade pooling
   int width = 0;                   // embedding width after the Dense layers; the number of labels of a classifier
   backend::EncoderOptions limits;  // what backend::ValidateInputs checks
   mutable backend::DevicePeakMemory peak{at::kCPU};
@@ -60,51 +56,8 @@ struct HfEncoder::Impl {
   at::Tensor Run(std::span<const EmbeddingInput> inputs) const;
   // Reads the classifier head's weights (transformers' names for the class).
   absl::Status LoadHead(const Checkpoint& checkpoint);
-  // Reads BertForMaskedLM's `cls.predictions` weights; the decoder's weight is
-  // the word embeddings when the checkpoint does not hold it (tied).
-  absl::Status LoadMlmHead(const Checkpoint& checkpoint);
-  // SPLADE weights [B, vocab] float32 on the CPU from the last hidden state.
-  at::Tensor SpladeWeights(const at::Tensor& rows, const TokenBatch& batch) const;
 };
 
-absl::Status HfEncoder::Impl::LoadMlmHead(const Checkpoint& checkpoint) {
-  const int64_t h = model.config.hidden_size, v = model.config.vocab_size;
-  WeightReader reader(checkpoint, "", dtype, device);
-  MlmHead out;
-  out.dense_w = reader.Get("cls.predictions.transform.dense.weight", {h, h});
-  out.dense_b = reader.Get("cls.predictions.transform.dense.bias", {h});
-  out.ln_w = reader.Get("cls.predictions.transform.LayerNorm.weight", {h});
-  out.ln_b = reader.Get("cls.predictions.transform.LayerNorm.bias", {h});
-  out.decoder_w = reader.GetOptional("cls.predictions.decoder.weight", {v, h});
-  if (!out.decoder_w.defined()) out.decoder_w = transformer->word_embeddings();
-  // transformers saves the decoder's bias as cls.predictions.bias (older
-  // checkpoints also as cls.predictions.decoder.bias).
-  out.decoder_b = reader.GetOptional("cls.predictions.bias", {v});
-  if (!out.decoder_b.defined()) out.decoder_b = reader.Get("cls.predictions.decoder.bias", {v});
-  if (!reader.status().ok()) return reader.status();
-  if (!out.decoder_w.defined()) return InvalidArgumentError("the masked-LM head has no decoder weight");
-  mlm = std::move(out);
-  return absl::OkStatus();
-}
-
-at::Tensor HfEncoder::Impl::SpladeWeights(const at::Tensor& rows, const TokenBatch& batch) const {
-  const SpladeHead& how = *model.splade;
-  std::vector<at::Tensor> pooled;
-  pooled.reserve(batch.batch_size());
-  // One input at a time: its [tokens, vocab] logits are the largest tensor of
-  // the forward, and are reduced at once.
-  for (int64_t i = 0; i < batch.batch_size(); ++i) {
-    const int64_t base = batch.packed ? batch.offsets[i] : i * batch.max_length;
-    const int64_t n = batch.offsets[i + 1] - batch.offsets[i];
-    at::Tensor x = at::linear(rows.narrow(0, base, n), mlm->dense_w, mlm->dense_b);
-    x = HiddenActivation(model.config.hidden_act, x);
-    x = at::layer_norm(x, {x.size(-1)}, mlm->ln_w, mlm->ln_b, model.config.layer_norm_eps);
-    at::Tensor w = at::linear(x, mlm->decoder_w, mlm->decoder_b).to(at::kFloat).relu_().log1p_();
-    if (how.log1p_twice) w.log1p_();
-    pooled.push_back(how.max_pooling ? std::get<0>(w.max(0)) : w.sum(0));
-  }
-  return at::stack(pooled, 0).to(at::kCPU).contiguous();
-}
 
 absl::Status HfEncoder::Impl::LoadHead(const Checkpoint& checkpoint) {
   const ClassifierHead& c = *model.classifier;
@@ -210,7 +163,7 @@ at::Tensor HfEncoder::Impl::Run(std::span<const EmbeddingInput> inputs) const {
   const int64_t h = hidden.size(-1);
   // Both layouts keep a request's tokens in consecutive rows of [rows, H].
   at::Tensor rows = hidden.reshape({-1, h});
-  if (pooling == Pooling::kSplade) return SpladeWeights(rows, batch);
+  if (splade) return splade->Weights(rows, batch);
   std::vector<at::Tensor> pooled;
   pooled.reserve(inputs.size());
   if (head) {  // the first token's hidden state, as the classifiers read it
@@ -283,9 +236,7 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
                                              "normalisation do not apply"));
   }
   if (options.pooling == Pooling::kSplade && !m.splade) {
-    return InvalidArgumentError(absl::StrCat(options.model_dir,
-                                             ": splade pooling reads a masked-LM head, and this directory has none "
-                                             "(config.json's architectures must be BertForMaskedLM)"));
+    return InvalidArgumentError(absl::StrCat(options.model_dir, ": splade pooling needs a masked-LM head (BertForMaskedLM)"));
   }
   if (m.classifier) {
     impl->pooling = Pooling::kCls;  // the head reads the first token
@@ -300,11 +251,10 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
                                              ": no sentence-transformers Pooling module (modules.json); "
                                              "say how to pool with --pooling cls|mean|last"));
   }
-  // A classifier's logits are scores, never normalised by default.
-  if (impl->pooling == Pooling::kSplade && options.normalize) {
-    return InvalidArgumentError(absl::StrCat(options.model_dir, ": sparse (splade) embeddings are not normalised"));
-  }
-  impl->normalize = m.classifier || impl->pooling == Pooling::kSplade ? false : options.normalize.value_or(m.normalize);
+  const bool sparse = impl->pooling == Pooling::kSplade;
+  if (sparse && options.normalize) return InvalidArgumentError("sparse (splade) embeddings are not normalised");
+  // A classifier's logits are scores, never normalised by default; nor are sparse weights.
+  impl->normalize = m.classifier || sparse ? false : options.normalize.value_or(m.normalize);
 
   absl::StatusOr<Checkpoint> checkpoint = Checkpoint::Open(m.transformer_dir);
   if (!checkpoint.ok()) return checkpoint.status();
@@ -319,7 +269,10 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
       return;
     }
     if (impl->pooling == Pooling::kSplade) {
-      if (absl::Status s = impl->LoadMlmHead(*checkpoint); !s.ok()) throw std::invalid_argument(std::string(s.message()));
+      absl::StatusOr<std::unique_ptr<Splade>> head =
+          Splade::Load(m, *checkpoint, *impl->transformer, impl->dtype, impl->device);
+      if (!head.ok()) throw std::invalid_argument(std::string(head.status().message()));
+      impl->splade = *std::move(head);
       impl->width = static_cast<int>(m.config.vocab_size);
       return;
     }
@@ -403,21 +356,10 @@ absl::StatusOr<std::vector<Embedding>> HfEncoder::Embed(std::span<const Embeddin
   std::vector<Embedding> out;
   out.reserve(inputs.size());
   const float* p = pooled.data_ptr<float>();
-  if (impl.pooling == Pooling::kSplade) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      Embedding e;
-      const float* row = p + i * impl.width;
-      for (int v = 0; v < impl.width; ++v) {
-        if (row[v] > 0) {
-          e.indices.push_back(v);
-          e.values.push_back(row[v]);
-        }
-      }
-      out.push_back(std::move(e));
-    }
-    return out;
+  for (size_t i = 0; i < inputs.size() && impl.splade; ++i) {
+    out.push_back(backend::SparseEmbedding(std::span<const float>(p + i * impl.width, impl.width)));
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size() && !impl.splade; ++i) {
     out.push_back(backend::FinishEmbedding(std::span<const float>(p + i * impl.width, impl.width),
                                            inputs[i].dimensions, inputs[i].normalize.value_or(impl.normalize)));
   }

@@ -107,6 +107,11 @@ class Model {
     if (dir.truncate_left) s.truncation_direction = server::TruncationDirection::kLeft;
     s.prompts = dir.prompts;
     if (!dir.default_prompt_name.empty()) s.default_prompt = dir.prompts.at(dir.default_prompt_name);
+    if ((*encoder)->info().sparse) {
+      Raise(InvalidArgumentError(o.model_dir + " is a sparse (SPLADE) model: its weights per vocabulary id are served "
+                                               "by `tokenbatch serve` on /embed_sparse; Embedder gives dense "
+                                               "embeddings (pass pooling= to embed with the encoder alone)"));
+    }
     classifier_ = (*encoder)->info().classifier.has_value();
     hidden_size_ = (*encoder)->hidden_size();
     absl::StatusOr<std::unique_ptr<server::EmbeddingService>> service;
