@@ -120,6 +120,16 @@ std::optional<ApiError> GetPromptName(const ParsedBody& body, std::optional<std:
   return std::nullopt;
 }
 
+// The fields /embed and /embed_sparse share: truncate, truncation_direction,
+// prompt_name, priority and model.
+std::optional<ApiError> GetTeiFields(const ParsedBody& body, EmbedRequest& out, std::string& model) {
+  if (auto e = GetBool(body, "truncate", out.truncate)) return e;
+  if (auto e = GetTruncationDirection(body, out.truncation_direction)) return e;
+  if (auto e = GetPromptName(body, out.prompt_name)) return e;
+  if (auto e = GetPriority(body, out.priority)) return e;
+  return GetString(body, "model", model);
+}
+
 }  // namespace
 
 std::variant<OpenAiEmbeddingsRequest, ApiError> ParseOpenAiEmbeddings(std::string_view body,
@@ -154,12 +164,8 @@ std::variant<TeiEmbedRequest, ApiError> ParseTeiEmbed(std::string_view body, con
   if (auto* e = std::get_if<ApiError>(&inputs)) return *e;
   out.inputs = std::get<std::vector<EmbedInput>>(std::move(inputs));
   if (auto e = GetBool(j, "normalize", out.normalize)) return *e;
-  if (auto e = GetBool(j, "truncate", out.truncate)) return *e;
-  if (auto e = GetTruncationDirection(j, out.truncation_direction)) return *e;
   if (auto e = GetDimensions(j, out.dimensions)) return *e;
-  if (auto e = GetPromptName(j, out.prompt_name)) return *e;
-  if (auto e = GetPriority(j, out.priority)) return *e;
-  if (auto e = GetString(j, "model", tei.model)) return *e;
+  if (auto e = GetTeiFields(j, out, tei.model)) return *e;
   return tei;
 }
 
@@ -177,11 +183,7 @@ std::variant<SparseEmbedRequest, ApiError> ParseSparseEmbed(std::string_view bod
                                    "`top_k` or `threshold` to keep fewer"));
     }
   }
-  if (auto e = GetBool(j, "truncate", out.request.truncate)) return *e;
-  if (auto e = GetTruncationDirection(j, out.request.truncation_direction)) return *e;
-  if (auto e = GetPromptName(j, out.request.prompt_name)) return *e;
-  if (auto e = GetPriority(j, out.request.priority)) return *e;
-  if (auto e = GetString(j, "model", out.model)) return *e;
+  if (auto e = GetTeiFields(j, out.request, out.model)) return *e;
   if (auto e = GetBoundedInteger(j, "top_k", 1, std::int64_t{1} << 30, out.top_k)) return *e;
   if (const std::optional<element> t = j.Find("threshold")) {
     if (!t->is_number()) return Err(400, absl::StrCat("`threshold` must be a number, found ", TypeName(*t)));

@@ -313,10 +313,6 @@ std::function<void()> Router::Embed(HttpRequest request, Respond reply, bool ope
       });
 }
 
-}  // namespace tokenbatch::server
-
-namespace tokenbatch::server {
-
 std::function<void()> Router::EmbedSparse(HttpRequest request, Respond reply) {
   const ApiFlavor flavor = ApiFlavor::kTei;
   auto parsed = ParseSparseEmbed(request.body, ApiLimits{.max_client_batch_size = options_.max_client_batch_size});
@@ -331,22 +327,9 @@ std::function<void()> Router::EmbedSparse(HttpRequest request, Respond reply) {
     reply(ErrorReply(flavor, WrongKind(*chosen, "/embed_sparse")));
     return {};
   }
-  const Clock::time_point start = Clock::now();
   EmbedRequest embed = std::move(sparse->request);
-  if (auto e = SetDeadline(request, start, embed)) {
-    reply(ErrorReply(flavor, *e));
-    return {};
-  }
-  CountInputs("/embed_sparse", embed.inputs.size());
-  return chosen->service->Embed(std::move(embed),
-                                [reply = std::move(reply), sparse, start](absl::StatusOr<EmbedResult> r) {
-                                  if (!r.ok()) return reply(ErrorReply(ApiFlavor::kTei, FromStatus(r.status())));
-                                  HttpReply out{.status = 200, .body = SparseEmbedBody(*r, *sparse)};
-                                  AppendComputeHeaders(
-                                      out, *r,
-                                      std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-                                  reply(std::move(out));
-                                });
+  return Score(request, std::move(reply), flavor, "/embed_sparse", *chosen, std::move(embed),
+               [sparse](const EmbedResult& r) { return SparseEmbedBody(r, *sparse); });
 }
 
 }  // namespace tokenbatch::server

@@ -212,7 +212,7 @@ class Router {
   std::function<void()> RerankOpenAi(HttpRequest request, Respond respond);
   std::function<void()> Rerank(HttpRequest request, Respond respond, ApiFlavor flavor);
   std::function<void()> Predict(HttpRequest request, Respond respond);
-  // Runs `embed` (a scoring request: its inputs unnormalised) for `route`, with
+  // Runs `embed` (scores or sparse weights: its inputs unnormalised) on `model` for `route`, with
   // the request's deadline, and answers `body` of the result with TEI's compute
   // headers, or the error in `flavor`'s shape. Returns the cancel function.
   std::function<void()> Score(const HttpRequest& request, Respond respond, ApiFlavor flavor, const std::string& route,
