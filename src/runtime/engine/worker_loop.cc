@@ -69,11 +69,14 @@ Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, st
 Decision BatchEngineImpl::NextLocked(TimePoint now, DecisionContext context) {
   if (!options_.device_memory) return scheduler_->Next(now, context);
   const DeviceMemoryShare& share = *options_.device_memory;
+  // The engine lock stays held through Decide (lock order: engine, then the
+  // device's), which the analysis cannot see inside the callback.
+  Scheduler& scheduler = *scheduler_;
   Decision d;
   share.device->Decide(share.model, [&](std::int64_t allowance) {
     context.memory_model = &share.memory_model;
     context.memory_allowance = allowance;
-    d = scheduler_->Next(now, context);
+    d = scheduler.Next(now, context);
     return SharedDeviceMemory::Take{.acquire = d.batch.empty() ? 0 : d.memory_bytes, .need = d.memory_needed};
   });
   return d;
