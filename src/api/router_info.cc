@@ -137,6 +137,15 @@ nlohmann::json Router::ModelInfo(const Model& served) const {
         {"workers", service.options().batcher.num_workers}}},
       {"version", "0.1.0"}};
   if (model.sparse) info["sparse"] = true;
+  if (!model.quantization.empty()) {
+    info["quantization"] = model.quantization;
+    if (const std::optional<backend::QuantizationQuality>& q = model.quantization_quality) {
+      info["quantization_quality"] = {{"against", "the float32 weights' outputs, measured at load"},
+                                      {"probe_inputs", q->probe_inputs},
+                                      {"min_cosine", q->min_cosine},
+                                      {"max_abs_diff", q->max_abs_diff}};
+    }
+  }
   // The attention kernel in use, for the backends that choose one (a model directory).
   if (!model.attention.empty()) info["attention"] = model.attention;
   if (const std::optional<DeviceMemoryShare>& share = service.options().batcher.device_memory) {

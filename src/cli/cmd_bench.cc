@@ -178,6 +178,9 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("--model", f->model.model, "TorchScript encoder (default: the MiniLM-shaped one, gen_models.py)")
       ->excludes(model_id);
   cmd->add_option("--dtype", f->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
+  cmd->add_option("--quantize", f->model.quantize, "--model-id: none, or int8 (dynamic int8 linear layers)")
+      ->capture_default_str()
+      ->check(NamesValidator(hf::kQuantizationNames));
   cmd->add_option("--execution", f->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--attn-implementation", f->model.attention, "--model-id: auto, sdpa or eager")
       ->capture_default_str()

@@ -117,6 +117,7 @@ Measured Measure(const CalibrateArgs& args) {
     m.model["vocab"] = loaded->vocab_size;
     m.model["max_positions"] = loaded->max_positions;
     m.model["dtype"] = args.model.dtype;
+    m.model["quantize"] = args.model.quantize;
     m.model["execution"] = args.model.execution;
     // The kernel decides the memory of a shape (eager holds the scores).
     m.model["attention"] = loaded->encoder->info().attention;
@@ -225,6 +226,9 @@ void AddCalibrateCommand(CLI::App& app) {
                            ->check(CLI::ExistingFile)
                            ->excludes(model_id);
   cmd->add_option("--dtype", args->model.dtype, "--model-id: float32, float16 or bfloat16")->capture_default_str();
+  cmd->add_option("--quantize", args->model.quantize, "--model-id: none, or int8 (dynamic int8 linear layers)")
+      ->capture_default_str()
+      ->check(NamesValidator(hf::kQuantizationNames));
   cmd->add_option("--execution", args->model.execution, "--model-id: packed or padded")->capture_default_str();
   cmd->add_option("--attn-implementation", args->model.attention, "--model-id: auto, sdpa or eager")
       ->capture_default_str()

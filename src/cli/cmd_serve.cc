@@ -110,6 +110,11 @@ void AddServeCommand(CLI::App& app) {
             "the model directory's; the bundled Qwen3 one with --model");
   model_opt("--dtype", per_model->dtype, "--model-id weights and activations: float32, float16 or bfloat16",
             args->dtype, "DTYPE");
+  model_opt("--quantize", per_model->quantize,
+            "--model-id: int8 runs the encoder layers' linear layers quantized (dynamic int8, the CPU, with --dtype "
+            "float32); /info reports the outputs' agreement with float32 measured at load",
+            args->quantize)
+      ->check(NamesValidator(hf::kQuantizationNames));
   opt("--execution", args->execution,
       "--model-id batches: packed (no padding computed; budgeted by --cost-model sum unless given) or padded (B x "
       "Lmax)")

@@ -42,6 +42,9 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelFlags& flags, std::int64_t voca
     absl::StatusOr<hf::AttentionImplementation> attention = hf::ParseAttentionImplementation(flags.attention);
     if (!attention.ok()) return attention.status();
     options.attention = *attention;
+    absl::StatusOr<hf::Quantization> quantize = hf::kQuantizationNames.Parse(flags.quantize);
+    if (!quantize.ok()) return quantize.status();
+    options.quantize = *quantize;
     if (!flags.pooling.empty()) {
       absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(flags.pooling);
       if (!pooling.ok()) return pooling.status();
@@ -58,6 +61,7 @@ absl::StatusOr<LoadedModel> LoadModel(const ModelFlags& flags, std::int64_t voca
     return out;
   }
   if (flags.cuda_memory_limit > 0) return InvalidArgumentError("--cuda-memory-limit applies to --model-id models");
+  if (flags.quantize != "none") return InvalidArgumentError("--quantize applies to --model-id models");
   backend::EncoderOptions options{.model_path = flags.model, .device = flags.device, .num_threads = flags.threads,
                                   .max_positions = max_positions, .vocab_size = vocab_size};
   absl::StatusOr<backend::Pooling> pooling =

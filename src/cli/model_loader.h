@@ -18,6 +18,7 @@ struct ModelFlags {
   std::string model;                // TorchScript file (exclusive with model_id)
   std::string device = "cpu";
   std::string dtype = "float32";    // --model-id only
+  std::string quantize = "none";    // --model-id only: none or int8 (hf::Quantization)
   std::string execution = "packed"; // --model-id only: packed or padded
   std::string attention = "auto";   // --model-id only: auto, sdpa or eager (hf::AttentionImplementation)
   std::string pooling;              // "" = the directory's Pooling module; `fallback_pooling` for --model

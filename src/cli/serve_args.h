@@ -34,6 +34,7 @@ struct ServeArgs {
   std::string pooling;    // "" = the model directory's Pooling module (mean for --model)
   std::string normalize;  // "" = the model directory's Normalize module (true for --model)
   std::string dtype = hf::HfEncoderOptions{}.dtype;
+  std::string quantize = std::string(hf::kQuantizationNames.Name(hf::HfEncoderOptions{}.quantize));
   std::string execution = std::string(hf::kExecutionNames.Name(hf::HfEncoderOptions{}.execution));
   std::string attention = std::string(hf::kAttentionImplementationNames.Name(hf::HfEncoderOptions{}.attention));
   std::string default_prompt_name;  // "" = the model's default_prompt_name

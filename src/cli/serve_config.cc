@@ -154,6 +154,9 @@ absl::Status SetPrompts(const ServeArgs& a, const ServeFiles& files, server::Ser
 absl::StatusOr<EncoderChoice> ChooseEncoder(const ServeArgs& a, const ServeFiles& files,
                                             const std::optional<bool>& normalize) {
   EncoderChoice e;
+  if (a.quantize != hf::kQuantizationNames.Name(hf::Quantization::kNone) && (a.backend == "noop" || !a.model.empty())) {
+    return Bad("--quantize applies to a --model-id directory (the hf backend)");
+  }
   if (a.backend == "noop") {
     if (a.noop_hidden < 1) return Bad(fmt::format("--noop-hidden must be >= 1, got {}", a.noop_hidden));
     if (a.noop_fail_on_id < -1) {
@@ -187,6 +190,9 @@ absl::StatusOr<EncoderChoice> ChooseEncoder(const ServeArgs& a, const ServeFiles
     absl::StatusOr<hf::AttentionImplementation> attention = hf::ParseAttentionImplementation(a.attention);
     if (!attention.ok()) return Named("--attn-implementation", attention.status());
     e.hf.attention = *attention;
+    absl::StatusOr<hf::Quantization> quantize = hf::kQuantizationNames.Parse(a.quantize);
+    if (!quantize.ok()) return Named("--quantize", quantize.status());
+    e.hf.quantize = *quantize;
     if (!a.pooling.empty()) {
       absl::StatusOr<backend::Pooling> pooling = backend::ParsePooling(a.pooling);
       if (!pooling.ok()) return Named("--pooling", pooling.status());

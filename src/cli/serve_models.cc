@@ -40,6 +40,7 @@ absl::StatusOr<std::vector<ServeArgs>> SplitPerModel(const ServeArgs& shared, co
       {"--pooling", &p.pooling, &ServeArgs::pooling},
       {"--normalize", &p.normalize, &ServeArgs::normalize},
       {"--dtype", &p.dtype, &ServeArgs::dtype},
+      {"--quantize", &p.quantize, &ServeArgs::quantize},
       {"--default-prompt-name", &p.default_prompt_name, &ServeArgs::default_prompt_name},
       {"--default-prompt", &p.default_prompt, &ServeArgs::default_prompt},
       {"--calibration", &p.calibration, &ServeArgs::calibration},

@@ -43,6 +43,7 @@ struct PerModelArgs {
   std::vector<std::string> pooling;
   std::vector<std::string> normalize;
   std::vector<std::string> dtype;
+  std::vector<std::string> quantize;
   std::vector<std::string> default_prompt_name;
   std::vector<std::string> default_prompt;
   std::vector<std::string> calibration;

@@ -111,6 +111,10 @@ std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std:
   } else {
     spdlog::info("{}backend {} (hidden {}), tokenizer {}", which, info.name, encoder->hidden_size(), config.tokenizer);
   }
+  if (const std::optional<backend::QuantizationQuality>& q = info.quantization_quality) {
+    spdlog::info("{}{} linear layers: on {} probe inputs, outputs within cosine {:.6f} (max |diff| {:.3g}) of float32",
+                 which, info.quantization, q->probe_inputs, q->min_cosine, q->max_abs_diff);
+  }
   if (!info.attention.empty()) {
     spdlog::info("{}attention kernel {} ({}, {})", which, info.attention, info.dtype, config.encoder.hf.device);
   }

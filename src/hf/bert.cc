@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "hf/architectures.h"
+#include "hf/linear.h"
 #include "hf/transformer.h"
 #include "hf/weights.h"
 
@@ -14,9 +15,10 @@ namespace tokenbatch::hf {
 namespace {
 
 struct Layer {
-  at::Tensor qkv_w, qkv_b;  // fused [3H, H], [3H]
-  at::Tensor out_w, out_b, ln1_w, ln1_b;
-  at::Tensor up_w, up_b, down_w, down_b, ln2_w, ln2_b;
+  Linear qkv;  // fused [3H, H], [3H]
+  Linear out;
+  Linear up, down;
+  at::Tensor ln1_w, ln1_b, ln2_w, ln2_b;
 };
 
 class Bert final : public Transformer {
@@ -39,18 +41,13 @@ class Bert final : public Transformer {
         ws.push_back(w.Get(p + "attention.self." + name + ".weight", {h, h}));
         bs.push_back(w.Get(p + "attention.self." + name + ".bias", {h}));
       }
-      if (w.status().ok()) {
-        l.qkv_w = at::cat(ws, 0);
-        l.qkv_b = at::cat(bs, 0);
-      }
-      l.out_w = w.Get(p + "attention.output.dense.weight", {h, h});
-      l.out_b = w.Get(p + "attention.output.dense.bias", {h});
+      if (w.status().ok()) l.qkv = Linear(at::cat(ws, 0), at::cat(bs, 0));
+      l.out = Linear(w.Get(p + "attention.output.dense.weight", {h, h}), w.Get(p + "attention.output.dense.bias", {h}));
       l.ln1_w = w.Get(p + "attention.output.LayerNorm.weight", {h});
       l.ln1_b = w.Get(p + "attention.output.LayerNorm.bias", {h});
-      l.up_w = w.Get(p + "intermediate.dense.weight", {c.intermediate_size, h});
-      l.up_b = w.Get(p + "intermediate.dense.bias", {c.intermediate_size});
-      l.down_w = w.Get(p + "output.dense.weight", {h, c.intermediate_size});
-      l.down_b = w.Get(p + "output.dense.bias", {h});
+      l.up = Linear(w.Get(p + "intermediate.dense.weight", {c.intermediate_size, h}),
+                    w.Get(p + "intermediate.dense.bias", {c.intermediate_size}));
+      l.down = Linear(w.Get(p + "output.dense.weight", {h, c.intermediate_size}), w.Get(p + "output.dense.bias", {h}));
       l.ln2_w = w.Get(p + "output.LayerNorm.weight", {h});
       l.ln2_b = w.Get(p + "output.LayerNorm.bias", {h});
       layers_.push_back(std::move(l));
@@ -59,6 +56,12 @@ class Bert final : public Transformer {
   }
 
   at::Tensor word_embeddings() const override { return word_; }
+
+  std::vector<Linear*> linears() override {
+    std::vector<Linear*> out;
+    for (Layer& l : layers_) out.insert(out.end(), {&l.qkv, &l.out, &l.up, &l.down});
+    return out;
+  }
 
   at::Tensor Forward(const TokenBatch& batch) const override {
     const int64_t h = config_.hidden_size;
@@ -70,12 +73,12 @@ class Bert final : public Transformer {
     head_shape.push_back(config_.num_attention_heads);
     head_shape.push_back(config_.head_dim);
     for (const Layer& l : layers_) {
-      std::vector<at::Tensor> qkv = at::linear(x, l.qkv_w, l.qkv_b).chunk(3, -1);
+      std::vector<at::Tensor> qkv = l.qkv(x).chunk(3, -1);
       at::Tensor context = Attention(batch, qkv[0].reshape(head_shape), qkv[1].reshape(head_shape),
                                      qkv[2].reshape(head_shape), /*causal=*/false);
-      x = at::layer_norm(at::linear(context, l.out_w, l.out_b) + x, {h}, l.ln1_w, l.ln1_b, eps);
-      at::Tensor up = HiddenActivation(config_.hidden_act, at::linear(x, l.up_w, l.up_b));
-      x = at::layer_norm(at::linear(up, l.down_w, l.down_b) + x, {h}, l.ln2_w, l.ln2_b, eps);
+      x = at::layer_norm(l.out(context) + x, {h}, l.ln1_w, l.ln1_b, eps);
+      at::Tensor up = HiddenActivation(config_.hidden_act, l.up(x));
+      x = at::layer_norm(l.down(up) + x, {h}, l.ln2_w, l.ln2_b, eps);
     }
     return x;
   }

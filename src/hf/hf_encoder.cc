@@ -10,11 +10,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "backend/device_peak_memory.h"
 #include "backend/postprocess.h"
 #include "backend/torch_guard.h"
-#include "hf/splade.h"
-#include "hf/transformer.h"
+#include "hf/hf_encoder_impl.h"
 #include "hf/weights.h"
 #include "tokenbatch/core/errors.h"
 
@@ -24,40 +22,6 @@ using backend::Embedding;
 using backend::EmbeddingInput;
 using backend::Guard;
 using backend::Pooling;
-
-struct HfEncoder::Impl {
-  HfEncoderOptions options;
-  ModelDirectory model;
-  at::Device device{at::kCPU};
-  at::ScalarType dtype = at::kFloat;
-  AttentionKernel attention = AttentionKernel::kEager;
-  Pooling pooling = Pooling::kMean;
-  bool normalize = false;
-  std::unique_ptr<Transformer> transformer;
-  struct Dense {
-    at::Tensor weight, bias;
-    bool tanh = false;
-  };
-  std::vector<Dense> dense;
-  // A sequence-classification head (ModelDirectory::classifier): logits =
-  // out_w tanh(dense_w h_cls + dense_b) + out_b.
-  struct Head {
-    at::Tensor dense_w, dense_b, out_w, out_b;
-  };
-  std::optional<Head> head;
-  std::unique_ptr<Splade> splade;  // ModelDirectory::splade's head, with splade pooling
-  int width = 0;                   // embedding width after the Dense layers; the number of labels of a classifier
-  backend::EncoderOptions limits;  // what backend::ValidateInputs checks
-  mutable backend::DevicePeakMemory peak{at::kCPU};
-
-  // The batch in the configured layout, on the device.
-  TokenBatch Assemble(std::span<const EmbeddingInput> inputs) const;
-  // [B, width] float32 on the CPU.
-  at::Tensor Run(std::span<const EmbeddingInput> inputs) const;
-  // Reads the classifier head's weights (transformers' names for the class).
-  absl::Status LoadHead(const Checkpoint& checkpoint);
-};
-
 
 absl::Status HfEncoder::Impl::LoadHead(const Checkpoint& checkpoint) {
   const ClassifierHead& c = *model.classifier;
@@ -213,6 +177,9 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
     return InvalidArgumentError(absl::StrCat("device ", options.device, " requested but libtorch has no CUDA"));
   }
   impl->peak = backend::DevicePeakMemory(impl->device);
+  if (options.quantize == Quantization::kInt8 && (impl->dtype != at::kFloat || !impl->device.is_cpu())) {
+    return InvalidArgumentError("int8 quantization runs float32 weights on the CPU: --dtype float32 --device cpu");
+  }
   if (options.cuda_memory_limit_bytes > 0) {
     if (absl::Status s = backend::LimitCudaMemory(impl->device, options.cuda_memory_limit_bytes); !s.ok()) return s;
   }
@@ -323,6 +290,9 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
                                                 "or bfloat16 on the CPU)"
                                               : ""));
   }
+  if (options.quantize == Quantization::kInt8) {
+    if (absl::Status s = encoder->QuantizeInt8(); !s.ok()) return s;
+  }
   return encoder;
 }
 
@@ -384,7 +354,9 @@ backend::EncoderInfo HfEncoder::info() const {
                             .vocab_size = m.config.vocab_size,
                             .max_positions = m.max_seq_length,
                             .default_normalize = impl_->normalize,
-                            .sparse = impl_->pooling == Pooling::kSplade};
+                            .sparse = impl_->pooling == Pooling::kSplade,
+                            .quantization = impl_->quality ? "int8" : "",
+                            .quantization_quality = impl_->quality};
   if (m.classifier) {
     info.classifier = backend::ClassifierInfo{.labels = m.classifier->labels,
                                               .activation = m.classifier->activation,

@@ -7,14 +7,16 @@
 #include <vector>
 
 #include "hf/architectures.h"
+#include "hf/linear.h"
 #include "hf/weights.h"
 
 namespace tokenbatch::hf {
 namespace {
 
 struct Layer {
-  at::Tensor input_norm, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, q_norm, k_norm;
-  at::Tensor post_norm, gate_up_w, down_w;  // gate and up fused: [2I, H]
+  at::Tensor input_norm, q_norm, k_norm, post_norm;
+  Linear q, k, v, o;
+  Linear gate_up, down;  // gate and up fused: [2I, H]
 };
 
 // x * rsqrt(mean(x²) + eps) * weight, computed in float32 (as Qwen3RMSNorm).
@@ -46,23 +48,20 @@ class Qwen3 final : public Transformer {
       const std::string p = "layers." + std::to_string(i) + ".";
       Layer l;
       l.input_norm = w.Get(p + "input_layernorm.weight", {h});
-      l.q_w = w.Get(p + "self_attn.q_proj.weight", {q_out, h});
-      l.k_w = w.Get(p + "self_attn.k_proj.weight", {kv_out, h});
-      l.v_w = w.Get(p + "self_attn.v_proj.weight", {kv_out, h});
-      l.o_w = w.Get(p + "self_attn.o_proj.weight", {h, q_out});
-      if (c.attention_bias) {
-        l.q_b = w.Get(p + "self_attn.q_proj.bias", {q_out});
-        l.k_b = w.Get(p + "self_attn.k_proj.bias", {kv_out});
-        l.v_b = w.Get(p + "self_attn.v_proj.bias", {kv_out});
-        l.o_b = w.Get(p + "self_attn.o_proj.bias", {h});
-      }
+      auto bias = [&](const std::string& name, int64_t n) {
+        return c.attention_bias ? w.Get(p + "self_attn." + name + ".bias", {n}) : at::Tensor();
+      };
+      l.q = Linear(w.Get(p + "self_attn.q_proj.weight", {q_out, h}), bias("q_proj", q_out));
+      l.k = Linear(w.Get(p + "self_attn.k_proj.weight", {kv_out, h}), bias("k_proj", kv_out));
+      l.v = Linear(w.Get(p + "self_attn.v_proj.weight", {kv_out, h}), bias("v_proj", kv_out));
+      l.o = Linear(w.Get(p + "self_attn.o_proj.weight", {h, q_out}), bias("o_proj", h));
       l.q_norm = w.Get(p + "self_attn.q_norm.weight", {c.head_dim});
       l.k_norm = w.Get(p + "self_attn.k_norm.weight", {c.head_dim});
       l.post_norm = w.Get(p + "post_attention_layernorm.weight", {h});
       at::Tensor gate = w.Get(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
       at::Tensor up = w.Get(p + "mlp.up_proj.weight", {c.intermediate_size, h});
-      if (w.status().ok()) l.gate_up_w = at::cat({gate, up}, 0);
-      l.down_w = w.Get(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+      if (w.status().ok()) l.gate_up = Linear(at::cat({gate, up}, 0), at::Tensor());
+      l.down = Linear(w.Get(p + "mlp.down_proj.weight", {h, c.intermediate_size}), at::Tensor());
       layers_.push_back(std::move(l));
     }
     norm_ = w.Get("norm.weight", {h});
@@ -72,6 +71,12 @@ class Qwen3 final : public Transformer {
     at::Tensor exponents =
         at::arange(0, c.head_dim, 2, at::TensorOptions().dtype(at::kLong)).to(at::kFloat) / double(c.head_dim);
     inv_freq_ = (1.0 / at::pow(c.rope_theta, exponents)).to(device);
+  }
+
+  std::vector<Linear*> linears() override {
+    std::vector<Linear*> out;
+    for (Layer& l : layers_) out.insert(out.end(), {&l.q, &l.k, &l.v, &l.o, &l.gate_up, &l.down});
+    return out;
   }
 
   at::Tensor Forward(const TokenBatch& batch) const override {
@@ -90,13 +95,13 @@ class Qwen3 final : public Transformer {
     };
     for (const Layer& l : layers_) {
       at::Tensor hn = RmsNorm(x, l.input_norm, c.rms_norm_eps);
-      at::Tensor q = RmsNorm(heads(at::linear(hn, l.q_w, l.q_b), c.num_attention_heads), l.q_norm, c.rms_norm_eps);
-      at::Tensor k = RmsNorm(heads(at::linear(hn, l.k_w, l.k_b), c.num_key_value_heads), l.k_norm, c.rms_norm_eps);
-      at::Tensor v = heads(at::linear(hn, l.v_w, l.v_b), c.num_key_value_heads);
+      at::Tensor q = RmsNorm(heads(l.q(hn), c.num_attention_heads), l.q_norm, c.rms_norm_eps);
+      at::Tensor k = RmsNorm(heads(l.k(hn), c.num_key_value_heads), l.k_norm, c.rms_norm_eps);
+      at::Tensor v = heads(l.v(hn), c.num_key_value_heads);
       at::Tensor context = Attention(batch, Rotate(q, cos, sin), Rotate(k, cos, sin), v, /*causal=*/true);
-      x = x + at::linear(context, l.o_w, l.o_b);
-      std::vector<at::Tensor> gate_up = at::linear(RmsNorm(x, l.post_norm, c.rms_norm_eps), l.gate_up_w).chunk(2, -1);
-      x = x + at::linear(HiddenActivation(c.hidden_act, gate_up[0]) * gate_up[1], l.down_w);
+      x = x + l.o(context);
+      std::vector<at::Tensor> gate_up = l.gate_up(RmsNorm(x, l.post_norm, c.rms_norm_eps)).chunk(2, -1);
+      x = x + l.down(HiddenActivation(c.hidden_act, gate_up[0]) * gate_up[1]);
     }
     return RmsNorm(x, norm_, c.rms_norm_eps);
   }

@@ -34,6 +34,7 @@
 #include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/hf/model_directory.h"
 #include "tokenbatch/hf/safetensors.h"
+#include "hf/linear.h"
 
 namespace tokenbatch::hf {
 
@@ -100,6 +101,10 @@ class Transformer {
   // shares when its weights are tied; undefined where the architecture does not
   // expose it.
   [[nodiscard]] virtual at::Tensor word_embeddings() const { return {}; }
+  // The encoder layers' linear layers (the embeddings and norms are not), for
+  // int8 quantization (Linear::QuantizeInt8). Not thread-safe: change them
+  // before the first Forward only.
+  [[nodiscard]] virtual std::vector<Linear*> linears() = 0;
 };
 
 // Builds the architecture config.architecture names from `checkpoint`, with every

@@ -71,6 +71,17 @@ struct ClassifierInfo {
   bool token_types = false;
 };
 
+// How close a quantized model's outputs stay to those of its float32 weights,
+// measured when it loads (hf::HfEncoder, --quantize): over `probe_inputs`
+// inputs, the lowest cosine similarity of an input's output (an embedding,
+// logits or sparse weights) to the float32 one, and the largest absolute
+// difference of one value.
+struct QuantizationQuality {
+  int probe_inputs = 0;
+  double min_cosine = 1;
+  double max_abs_diff = 0;
+};
+
 // Encoder::info(): fixed once the encoder is loaded.
 struct EncoderInfo {
   std::string name;               // the implementation: "torch", "hf" or "noop"
@@ -90,6 +101,9 @@ struct EncoderInfo {
   // weight is above 0 (Embedding::indices, ascending) and their weights; the
   // dense width is vocab_size. Never normalised or truncated to `dimensions`.
   bool sparse = false;
+  // "int8" when the encoder layers' linear layers run quantized; "" when not.
+  std::string quantization;
+  std::optional<QuantizationQuality> quantization_quality;  // set with `quantization`
   std::optional<ClassifierInfo> classifier;  // unset: an embedding model
 };
 

@@ -64,6 +64,13 @@ inline constexpr EnumNames<AttentionImplementation, 3> kAttentionImplementationN
   return kAttentionImplementationNames.Parse(name);
 }
 
+// Whether the encoder layers' linear layers run in int8 (dynamic quantization:
+// int8 weights per output channel, activations quantized per call; hf/linear.h).
+// Needs float32 weights on the CPU. Infinity's --dtype int8 does the same.
+enum class Quantization { kNone, kInt8 };
+inline constexpr EnumNames<Quantization, 2> kQuantizationNames{
+    "quantization", {{{Quantization::kNone, "none"}, {Quantization::kInt8, "int8"}}}, '"'};
+
 struct HfEncoderOptions {
   std::string model_dir;          // required
   std::string device = "cpu";     // "cpu", or "cuda" / "cuda:N" with a CUDA libtorch
@@ -81,6 +88,10 @@ struct HfEncoderOptions {
   // CUDA only, > 0: the most bytes the caching allocator may hold on the device,
   // so that batches beyond it fail with a real CUDA OOM as on a smaller GPU.
   int64_t cuda_memory_limit_bytes = 0;
+  // kInt8: after loading, the encoder layers' linear layers are quantized, and
+  // the outputs on probe inputs are compared with the float32 ones
+  // (EncoderInfo::quantization_quality).
+  Quantization quantize = Quantization::kNone;
 };
 
 class HfEncoder final : public backend::Encoder {
@@ -89,8 +100,10 @@ class HfEncoder final : public backend::Encoder {
   // the probe forward (docs/benchmarks.md). Errors: InvalidArgumentError naming the file and
   // field or tensor (see model_directory.h, safetensors.h; a Dense layer whose
   // in_features differs from the width before it; no pooling; a pooling or
-  // normalize option for a cross-encoder, which has neither), or an unusable
-  // device / dtype; BackendError / OutOfMemoryError if the probe forward fails.
+  // normalize option for a cross-encoder, which has neither; int8 with a dtype
+  // other than float32 or off the CPU), or an unusable device / dtype;
+  // BackendError / OutOfMemoryError if the probe forward fails; Unimplemented
+  // for int8 on a libtorch without a quantized engine.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HfEncoder>> Load(const HfEncoderOptions& options);
   ~HfEncoder() override;
   HfEncoder(const HfEncoder&) = delete;
@@ -128,6 +141,9 @@ class HfEncoder final : public backend::Encoder {
  private:
   struct Impl;
   explicit HfEncoder(std::unique_ptr<Impl> impl);
+  // Quantizes the transformer's linear layers to int8 and measures the quality
+  // against the float32 outputs (hf_encoder_quantize.cc). Load only.
+  absl::Status QuantizeInt8();
   std::unique_ptr<Impl> impl_;
 };
 

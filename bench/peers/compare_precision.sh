@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Low precision offline, in one run on the same texts: sentence-transformers'
+# encode in float32 (bench/peers/offline_st.py, the reference) against
+# tokenbatch's own path (`tokenbatch bench --policies ours-length-aware`, all
+# texts at once) in float32, `--dtype bfloat16` and `--quantize int8`, each
+# with THREADS intra-op threads. Prints one JSON line per run and a table of
+# tokens/s and the ratio to sentence-transformers' float32. The quality of each
+# mode against float32 is the tests' (hf_encoder_test's LowPrecision tests).
+#
+# Usage: bash bench/peers/compare_precision.sh BUILD_DIR [TEXTS] [MIX]
+#   (defaults 2000 texts of the seed mix); env THREADS (default 2).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD="${1:?usage: compare_precision.sh BUILD_DIR [TEXTS] [MIX]}"
+TEXTS="${2:-2000}"
+MIX="${3:-seed}"
+THREADS="${THREADS:-2}"
+source bench/peers/peers_common.sh
+make_workload "$MIX" "$TEXTS" "$CACHE/precision-$MIX-$TEXTS.jsonl"
+
+st=$("$PY" bench/peers/offline_st.py "$WORKLOAD" --model-dir "$MODEL_DIR" --texts "$TEXTS" --threads "$THREADS" \
+  --batch-size 32)
+echo "sentence-transformers float32: $st"
+results=()
+for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
+  name="${mode%%:*}"
+  # shellcheck disable=SC2086  # the mode's flags are words
+  "$TB" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware --threads "$THREADS" \
+    --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$CACHE/precision-$name.json"
+  echo "tokenbatch $name: $(cat "$CACHE/precision-$name.json")"
+  results+=("$name=$CACHE/precision-$name.json")
+done
+"$PY" - "$st" "${results[@]}" <<'PYEOF'
+import json, sys
+st = json.loads(sys.argv[1])
+print(f"\n| run | tokens/s | / sentence-transformers float32 |\n|---|---:|---:|")
+print(f"| sentence-transformers float32 | {st['tokens_per_s']:.0f} | 1.000 |")
+for arg in sys.argv[2:]:
+    name, path = arg.split("=", 1)
+    tb = json.load(open(path))[0]
+    print(f"| tokenbatch {name} | {tb['tokens_per_s']:.0f} | {tb['tokens_per_s'] / st['tokens_per_s']:.3f} |")
+PYEOF

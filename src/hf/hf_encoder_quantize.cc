@@ -1,0 +1,77 @@
+// HfEncoder's int8 mode: the transformer's linear layers quantized after load,
+// and the quality of the outputs measured against the float32 weights' on probe
+// inputs (see hf_encoder.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hf/hf_encoder_impl.h"
+#include "hf/linear.h"
+#include "tokenbatch/core/errors.h"
+
+namespace tokenbatch::hf {
+namespace {
+
+// Inputs of 4 to 128 tokens whose ids a fixed linear congruential sequence draws
+// from the vocabulary above its first 1,000 rows (where tokenizers keep their
+// special tokens): the same probe for every load.
+std::vector<EmbeddingInput> ProbeInputs(std::int64_t vocab, std::int64_t max_length) {
+  const std::int64_t lo = std::min<std::int64_t>(1000, vocab / 2), span = std::max<std::int64_t>(1, vocab - lo);
+  std::uint64_t x = 12345;
+  std::vector<EmbeddingInput> inputs(16);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::int64_t length = std::min<std::int64_t>(max_length, 4 + static_cast<std::int64_t>(i) * 8);
+    for (std::int64_t t = 0; t < length; ++t) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      inputs[i].input_ids.push_back(static_cast<std::int32_t>(lo + static_cast<std::int64_t>(x >> 33) % span));
+    }
+  }
+  return inputs;
+}
+
+// An output as a dense vector of `width` values (a sparse one scattered).
+std::vector<double> Dense(const backend::Embedding& e, int width) {
+  std::vector<double> v(e.indices.empty() ? e.values.size() : static_cast<std::size_t>(width), 0.0);
+  for (std::size_t k = 0; k < e.values.size(); ++k) v[e.indices.empty() ? k : e.indices[k]] = e.values[k];
+  return v;
+}
+
+}  // namespace
+
+absl::Status HfEncoder::QuantizeInt8() {
+  absl::StatusOr<std::string> engine = UseInt8Engine();
+  if (!engine.ok()) return engine.status();
+  const std::vector<EmbeddingInput> probe =
+      ProbeInputs(impl_->model.config.vocab_size, impl_->model.max_seq_length);
+  // The float32 outputs to compare with, and each linear layer's input range
+  // for its smoothing (Linear::RecordInputs).
+  const std::vector<Linear*> linears = impl_->transformer->linears();
+  for (Linear* l : linears) l->RecordInputs(true);
+  absl::StatusOr<std::vector<backend::Embedding>> before = Embed(probe);
+  for (Linear* l : linears) l->RecordInputs(false);
+  if (!before.ok()) return WithMessagePrefix(before.status(), "float32 probe: ");
+  for (Linear* l : linears) {
+    if (absl::Status s = l->QuantizeInt8(); !s.ok()) return s;
+  }
+  absl::StatusOr<std::vector<backend::Embedding>> after = Embed(probe);
+  if (!after.ok()) return WithMessagePrefix(after.status(), absl::StrCat("int8 probe (", *engine, " engine): "));
+  backend::QuantizationQuality quality{.probe_inputs = static_cast<int>(probe.size())};
+  for (std::size_t i = 0; i < probe.size(); ++i) {
+    const std::vector<double> a = Dense((*before)[i], impl_->width), b = Dense((*after)[i], impl_->width);
+    double dot = 0, na = 0, nb = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      dot += a[k] * b[k];
+      na += a[k] * a[k];
+      nb += b[k] * b[k];
+      quality.max_abs_diff = std::max(quality.max_abs_diff, std::abs(a[k] - b[k]));
+    }
+    const double cosine = na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
+    quality.min_cosine = std::min(quality.min_cosine, cosine);
+  }
+  impl_->quality = quality;
+  return absl::OkStatus();
+}
+
+}  // namespace tokenbatch::hf
