@@ -190,5 +190,28 @@ TEST(ResolveServePlan, DeviceMemoryRefusalsNameTheModelAndTheCause) {
   EXPECT_THAT(r.plan.status().message(), HasSubstr("share --device-memory: pass it too"));
 }
 
+TEST(SplitPerModel, QuantizeIsPerModelAndAppliesToDirectoriesOnly) {
+  absl::StatusOr<std::vector<ServeArgs>> args =
+      SplitPerModel(ServeArgs{}, {.model_id = {"embed", "rerank"}, .quantize = {"int8", "none"}});
+  ASSERT_TRUE(args.ok()) << args.status();
+  absl::StatusOr<ServeConfig> c = ResolveServeConfig((*args)[0], Directory("embed"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->encoder.hf.quantize, hf::Quantization::kInt8);
+  c = ResolveServeConfig((*args)[1], Directory("rerank"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->encoder.hf.quantize, hf::Quantization::kNone);
+  ServeArgs noop;
+  noop.backend = "noop";
+  noop.quantize = "int8";
+  c = ResolveServeConfig(noop, ServeFiles{});
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("--quantize applies to a --model-id directory"));
+  ServeArgs bad;
+  bad.quantize = "int4";
+  c = ResolveServeConfig(bad, Directory("embed"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_THAT(c.status().message(), HasSubstr("--quantize"));
+}
+
 }  // namespace
 }  // namespace tokenbatch::cli
