@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -70,12 +71,16 @@ bool DeviceMemoryBudget::ComesBefore(std::size_t j, std::size_t i) const {
 }
 
 std::int64_t DeviceMemoryBudget::Allowance(std::size_t model) const {
+  // Each term is at most the limit, whose sum over models may pass 2^63.
+  auto add = [](std::int64_t& sum, std::int64_t x) {
+    if (__builtin_add_overflow(sum, x, &sum)) sum = std::numeric_limits<std::int64_t>::max();
+  };
   std::int64_t held = 0, reserve = 0;
   for (std::size_t j = 0; j < state_.size(); ++j) {
     if (j == model) continue;
     const std::int64_t unused = UnusedGuarantee(j);
-    held += unused;
-    if (state_[j].need > 0 && ComesBefore(j, model)) reserve += std::max<std::int64_t>(0, state_[j].need - unused);
+    add(held, unused);
+    if (state_[j].need > 0 && ComesBefore(j, model)) add(reserve, std::max<std::int64_t>(0, state_[j].need - unused));
   }
   const std::int64_t free = options_.limit_bytes - in_flight_total_ - held;
   // Its own unused guarantee is its own whatever the others wait for.

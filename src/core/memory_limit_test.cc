@@ -87,6 +87,25 @@ TEST_P(MemoryLimitTest, WithoutAMemoryModelNothingChanges) {
   EXPECT_EQ(d.memory_needed, 0);
 }
 
+// A longer candidate that does not fit raises Lmax; a shorter one may still fit.
+TEST(MemoryLimitLengthAwareTest, ALongerCandidateThatDoesNotFitLeavesTheShorterOnes) {
+  SchedulerOptions o;
+  o.policy = PackingPolicy::kLengthAware;
+  o.cost_model = CostModel::Sum();
+  o.max_batch_tokens = 4096;
+  o.length_aware_min_padding_efficiency = 0;
+  o.anchor_slack_per_token = Duration::zero();
+  auto s = *Scheduler::Create(o);
+  testing::ManualClock clock;
+  ASSERT_TRUE(s->Enqueue({1, 100, clock.now()}).ok());
+  ASSERT_TRUE(s->Enqueue({2, 150, clock.now()}).ok());  // nearer the anchor's length: tried first
+  ASSERT_TRUE(s->Enqueue({3, 40, clock.now()}).ok());
+  const CostModel bytes = Bytes();  // with 150: 1000 + 10·2·150 = 4000 bytes; with 40: 3000
+  const Decision d = s->Next(clock.now(), {.budget = 4096, .memory_model = &bytes, .memory_allowance = 3500});
+  EXPECT_THAT(d.batch, ElementsAre(1u, 3u));
+  EXPECT_EQ(d.memory_bytes, 3000);
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, MemoryLimitTest,
                          ::testing::Values(PackingPolicy::kFifo, PackingPolicy::kBucketed,
                                            PackingPolicy::kLengthAware),

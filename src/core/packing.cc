@@ -33,7 +33,10 @@ class BatchBuilder {
       const std::int64_t bytes = limits_.memory_model->Cost(shape);
       if (bytes > limits_.memory_allowance) {
         result_.budget_full = true;
-        memory_full_ = true;
+        // A candidate no longer than the batch's longest adds only a row, which
+        // any other such candidate adds too; a longer one may fail where a
+        // shorter one still fits.
+        memory_full_ = memory_full_ || r.tokens <= result_.shape.max_tokens;
         return false;
       }
       result_.memory_bytes = bytes;
@@ -42,8 +45,8 @@ class BatchBuilder {
     return true;
   }
 
-  // A candidate did not fit the memory allowance: none will, since a memory
-  // model's bytes grow with B whatever the candidate's length.
+  // A candidate no longer than the batch's longest did not fit the memory
+  // allowance: none will, since a memory model's bytes grow with B.
   [[nodiscard]] bool memory_full() const { return memory_full_; }
 
   // Whether adding `r` keeps the batch's padding efficiency at or above the floor.

@@ -31,10 +31,14 @@ std::vector<EmbeddingInput> ProbeInputs(std::int64_t vocab, std::int64_t max_len
   return inputs;
 }
 
-// An output as a dense vector of `width` values (a sparse one scattered).
-std::vector<double> Dense(const backend::Embedding& e, int width) {
-  std::vector<double> v(e.indices.empty() ? e.values.size() : static_cast<std::size_t>(width), 0.0);
-  for (std::size_t k = 0; k < e.values.size(); ++k) v[e.indices.empty() ? k : e.indices[k]] = e.values[k];
+// An output as a dense vector of `width` values: a sparse model's weights
+// scattered by their ids (none above 0 is a vector of zeros).
+std::vector<double> Dense(const backend::Embedding& e, int width, bool sparse) {
+  std::vector<double> v(static_cast<std::size_t>(width), 0.0);
+  for (std::size_t k = 0; k < e.values.size() && k < v.size(); ++k) {
+    const std::size_t at = sparse ? static_cast<std::size_t>(e.indices[k]) : k;
+    if (at < v.size()) v[at] = e.values[k];
+  }
   return v;
 }
 
@@ -59,7 +63,9 @@ absl::Status HfEncoder::QuantizeInt8() {
   if (!after.ok()) return WithMessagePrefix(after.status(), absl::StrCat("int8 probe (", *engine, " engine): "));
   backend::QuantizationQuality quality{.probe_inputs = static_cast<int>(probe.size())};
   for (std::size_t i = 0; i < probe.size(); ++i) {
-    const std::vector<double> a = Dense((*before)[i], impl_->width), b = Dense((*after)[i], impl_->width);
+    const bool sparse = impl_->splade != nullptr;
+    const std::vector<double> a = Dense((*before)[i], impl_->width, sparse);
+    const std::vector<double> b = Dense((*after)[i], impl_->width, sparse);
     double dot = 0, na = 0, nb = 0;
     for (std::size_t k = 0; k < a.size(); ++k) {
       dot += a[k] * b[k];

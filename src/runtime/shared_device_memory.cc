@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "tokenbatch/core/errors.h"
+
 namespace tokenbatch {
 
 absl::StatusOr<std::shared_ptr<SharedDeviceMemory>> SharedDeviceMemory::Create(DeviceMemoryBudgetOptions options) {
@@ -15,16 +18,18 @@ SharedDeviceMemory::SharedDeviceMemory(DeviceMemoryBudget budget)
 
 void SharedDeviceMemory::Decide(std::size_t model, absl::FunctionRef<Take(std::int64_t allowance)> decide) {
   MutexLock lock(&mu_);
+  const std::int64_t reserved = budget_.need(model).value_or(0);
   const Take take = decide(budget_.Allowance(model));
   if (take.acquire > 0) {
     budget_.Acquire(model, take.acquire);
   } else if (take.need > 0) {
     budget_.Wait(model, take.need);
-  } else if (budget_.need(model)) {
+  } else {
     budget_.StopWaiting(model);
-    // Its reserve is gone: the models behind it may fit now.
-    WakeSatisfiedLocked();
   }
+  // A reserve that shrank (a smaller anchor, or a batch smaller than the need
+  // it waited with) may let the models behind it fit now.
+  if (reserved > 0 && (take.acquire > 0 || take.need < reserved)) WakeSatisfiedLocked();
 }
 
 void SharedDeviceMemory::Release(std::size_t model, std::int64_t bytes) {
@@ -42,9 +47,18 @@ void SharedDeviceMemory::Detach(std::size_t model) {
   }
 }
 
-void SharedDeviceMemory::SetWaker(std::size_t model, std::function<void()> wake) {
+absl::Status SharedDeviceMemory::Attach(std::size_t model, std::function<void()> wake) {
   MutexLock lock(&mu_);
+  if (model >= models_) {
+    return InvalidArgumentError(absl::StrCat("device_memory.model ", model, " is not one of the device's ", models_,
+                                             " models"));
+  }
+  if (wakers_[model]) {
+    return InvalidArgumentError(absl::StrCat("model ", budget_.share(model).name,
+                                             " of the shared device memory already has a Batcher"));
+  }
   wakers_[model] = std::move(wake);
+  return absl::OkStatus();
 }
 
 void SharedDeviceMemory::WakeSatisfiedLocked() {

@@ -101,6 +101,41 @@ TEST(SharedDeviceMemoryStepTest, EngineRefusesAnInputThatCouldNeverFit) {
   EXPECT_FALSE(engine::BatchEngineImpl::Make(o, client).ok());
 }
 
+TEST(SharedDeviceMemoryStepTest, AModelHasOneBatcherAtATime) {
+  auto device = Device(10000);
+  engine::testing::FakeClient client;
+  auto first = engine::testing::MakeEngine(Sharing(device, 0), client);
+  ASSERT_NE(first, nullptr);
+  auto second = engine::BatchEngineImpl::Make(Sharing(device, 0), client);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(), ::testing::HasSubstr("model embed of the shared device memory already has "
+                                                              "a Batcher"));
+  first.reset();  // it detaches: another may take its place
+  EXPECT_TRUE(engine::BatchEngineImpl::Make(Sharing(device, 0), client).ok());
+}
+
+TEST(SharedDeviceMemoryStepTest, AWaiterWhoseReserveShrinksWakesTheModelsBehindIt) {
+  auto device = Device(100);
+  int woken = 0;
+  ASSERT_TRUE(device->Attach(1, [&] { ++woken; }).ok());
+  device->Decide(1, [](std::int64_t) { return SharedDeviceMemory::Take{.acquire = 70}; });
+  // The embedder, using nothing, comes first and waits for 50 of the 30 free.
+  device->Decide(0, [](std::int64_t allowance) {
+    EXPECT_EQ(allowance, 30);
+    return SharedDeviceMemory::Take{.need = 50};
+  });
+  device->Decide(1, [](std::int64_t allowance) {
+    EXPECT_EQ(allowance, 0);  // the 30 free are reserved for the embedder
+    return SharedDeviceMemory::Take{.need = 20};
+  });
+  EXPECT_EQ(woken, 0);
+  // The embedder's anchor went (a deadline); its next batch takes 10: the
+  // reranker's 20 fit beside it now.
+  device->Decide(0, [](std::int64_t) { return SharedDeviceMemory::Take{.acquire = 10}; });
+  EXPECT_EQ(woken, 1);
+  device->Detach(1);
+}
+
 // Two threaded Batchers whose backends measure the bytes of the batches running
 // at once (bytes = 10·B·Lmax of each batch): interleaved large inputs to the
 // two models. `shared`: both decide through one SharedDeviceMemory of `limit`;

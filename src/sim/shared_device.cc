@@ -175,7 +175,11 @@ absl::StatusOr<SharedDeviceResult> SimulateSharedDevice(std::span<const ModelLan
         FormerDecision d = budget ? s.former->NextWithin(ToTime(now), *s.memory_model, budget->Allowance(i))
                                   : s.former->Next(ToTime(now));
         if (d.batch.empty()) {
-          if (budget && d.memory_needed > 0) budget->Wait(i, d.memory_needed);
+          if (budget && d.memory_needed > 0) {
+            budget->Wait(i, d.memory_needed);
+          } else if (budget) {
+            budget->StopWaiting(i);  // formed no batch for another reason: it reserves nothing
+          }
           if (d.wake_at) s.wake = std::max(ToNs(*d.wake_at), now + 1);
           break;
         }

@@ -14,8 +14,8 @@
 // deciding and taking the bytes are one step for every model; a Batcher calls
 // it with its engine lock held (lock order: engine lock, then this lock, then a
 // waker's intake lock, which takes no other lock). Wakers run under the lock
-// too, so SetWaker({}) returning means that model's waker is not running and
-// will not run again.
+// too, so Detach returning means that model's waker is not running and will
+// not run again.
 //
 // Thread-safety: every method may be called from any thread; none blocks
 // beyond the lock (Decide's function and the wakers must not block either).
@@ -55,12 +55,14 @@ class SharedDeviceMemory {
   // A batch of `bytes` that Decide took for `model` ends: the bytes come back,
   // and every waiting model whose need now fits has its waker called.
   void Release(std::size_t model, std::int64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
-  // `model` leaves: it waits no more and its waker is cleared (a Batcher shutting
-  // down). Its batches in flight must have been released.
+  // `model` gets a Batcher: `wake` (non-empty) is called, under the lock, when
+  // `model` waits and memory given back, or a reserve that shrank, now covers
+  // its need. Errors: InvalidArgument for a model out of range or one that
+  // already has a Batcher (two would share one account).
+  [[nodiscard]] absl::Status Attach(std::size_t model, std::function<void()> wake) ABSL_LOCKS_EXCLUDED(mu_);
+  // `model`'s Batcher leaves: it waits no more and its waker is cleared, so
+  // that another may attach. Its batches in flight must have been released.
   void Detach(std::size_t model) ABSL_LOCKS_EXCLUDED(mu_);
-  // Called, under the lock, when `model` waits and memory given back now covers
-  // its need. Replaces the previous one; empty: none.
-  void SetWaker(std::size_t model, std::function<void()> wake) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The bytes `model`'s largest batch may ever take: the limit less the other
   // models' guarantees (what the core reserves for a waiting model's need).

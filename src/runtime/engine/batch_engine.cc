@@ -48,8 +48,13 @@ absl::StatusOr<std::unique_ptr<BatchEngineImpl>> BatchEngineImpl::Make(const Bat
   }
   auto engine = std::unique_ptr<BatchEngineImpl>(new BatchEngineImpl(options, std::move(*scheduler), client));
   if (options.device_memory) {
-    options.device_memory->device->SetWaker(options.device_memory->model,
-                                            [e = engine.get()] { e->intake_.Signal(); });
+    BatchEngineImpl* e = engine.get();
+    if (absl::Status s = options.device_memory->device->Attach(options.device_memory->model,
+                                                               [e] { e->intake_.Signal(); });
+        !s.ok()) {
+      return s;
+    }
+    engine->attached_ = true;
   }
   return engine;
 }
@@ -79,7 +84,7 @@ BatchEngineImpl::~BatchEngineImpl() {
     Shutdown(ShutdownMode::kCancelQueued, *context);
   }
   // Its waker points here: no other model may call it any more.
-  if (options_.device_memory) options_.device_memory->device->Detach(options_.device_memory->model);
+  if (attached_) options_.device_memory->device->Detach(options_.device_memory->model);
 }
 
 void BatchEngineImpl::Start() {
@@ -223,7 +228,7 @@ void BatchEngineImpl::Shutdown(ShutdownMode mode, EngineContext& context) {
     }
     if (deadline_thread_.joinable()) deadline_thread_.join();
     // Its workers are gone: it waits for no memory, and reserves none.
-    if (options_.device_memory) options_.device_memory->device->Detach(options_.device_memory->model);
+    if (attached_) options_.device_memory->device->Detach(options_.device_memory->model);
   });
 }
 

@@ -130,6 +130,8 @@ class BatchEngineImpl final : public BatchEngine {
   std::vector<std::thread> workers_;
   std::thread deadline_thread_;
   std::once_flag join_once_;
+  // Attached to BatcherOptions::device_memory (Make): detaches when it stops.
+  bool attached_ = false;
 
   // Lock order: mu_ (the engine lock) before the intake's own.
   mutable Mutex mu_;
