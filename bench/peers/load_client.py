@@ -63,6 +63,7 @@ class Stats:
         self.errors = {"status": 0, "parse": 0, "connection": 0}
         self.dropped = 0
         self.last_done = 0.0
+        self.done_at = []  # perf_counter of every answered request
 
 
 def load_rerank_workload(path, model, host_header, route, max_tokens, documents, seed, count=400):
@@ -173,6 +174,7 @@ def record(stats, item, t_start, err):
         stats.lat[item[1]].append(now - t_start)
         stats.tokens += item[2]
         stats.tokens_capped += item[3]
+        stats.done_at.append(now)
     else:
         stats.errors[err] += 1
     stats.last_done = max(stats.last_done, now)
@@ -342,6 +344,16 @@ async def run(args):
         "client_cpu_s": round(self1.ru_utime + self1.ru_stime
                               - snap["self0"].ru_utime - snap["self0"].ru_stime, 3),
     }
+    # Answers per whole second of the window; a second with none while requests
+    # were outstanding is a stall (the window's last, partial second is left out).
+    seconds = int(wall)
+    per_second = [0] * seconds
+    for t in stats.done_at:
+        k = int(t - phase["t0"])
+        if 0 <= k < seconds:
+            per_second[k] += 1
+    report["completions_per_second"] = per_second
+    report["stalled_seconds"] = sum(1 for n in per_second if n == 0)
     if args.max_tokens:
         report["max_tokens"] = args.max_tokens
         report["tokens_capped"] = stats.tokens_capped

@@ -115,6 +115,12 @@ EncoderInfo TorchEncoder::info() const {
 const EncoderOptions& TorchEncoder::options() const { return impl_->options; }
 bool TorchEncoder::on_cuda() const { return impl_->device.is_cuda(); }
 
+void SetForwardThreads(int threads) {
+  if (threads < 1) return;
+  if (at::get_num_threads() != threads) at::set_num_threads(threads);
+  SetBlasThreads(threads);
+}
+
 absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::Load(const EncoderOptions& options) {
   if (options.model_path.empty()) return InvalidArgumentError("model_path is empty");
   std::error_code ec;

@@ -43,9 +43,8 @@ absl::Status Guard(std::string_view context, F&& body) {
 // Looked up at run time because another BLAS may be installed instead.
 inline void SetBlasThreads(int n) {
   using SetThreads = void (*)(int);
-  if (void* fn = dlsym(RTLD_DEFAULT, "openblas_set_num_threads")) {
-    reinterpret_cast<SetThreads>(fn)(n);
-  }
+  static const auto set_threads = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set_threads != nullptr) set_threads(n);
 }
 
 }  // namespace tokenbatch::backend

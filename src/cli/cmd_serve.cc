@@ -190,6 +190,14 @@ void AddServeCommand(CLI::App& app) {
   opt("--max-queue-tokens", args->max_queue_tokens, "most tokens queued (429 beyond; 0 = unlimited)");
   model_opt("--workers", per_model->workers, "model instances running batches concurrently",
             std::to_string(args->workers));
+  opt("--intra-op", args->intra_op,
+      "how forwards share the CPU: fixed (--workers forwards of --threads threads each) or adaptive (one worker per "
+      "core of --threads, default every CPU this process may use; a forward runs on every core when it runs alone "
+      "and on one when other batches wait, so that one runs per core)")
+      ->check(CLI::IsMember({"fixed", "adaptive"}));
+  opt("--intra-op-narrow-hold-ms", args->intra_op_narrow_hold_ms,
+      "--intra-op adaptive: how long a sign of load (work queued behind a batch, or a batch waiting for a core) "
+      "keeps forwards on one core, ms");
   opt("--io-threads", args->io_threads, "threads for socket I/O");
   opt("--tokenization-workers", args->tokenization_workers, "threads tokenising inputs", "TOKENIZATION_WORKERS");
   opt("--host,--hostname", args->host, "address to listen on (the HOSTNAME variable is not read)");

@@ -53,6 +53,8 @@ struct SimulateFlags : MixFlags, ReportFlags {
   std::string attention = std::string(sim::kAttentionNames.Name(sim::GpuModelOptions{}.attention));
   std::string calibration;
   std::size_t workers = 1;
+  std::string intra_op = "fixed";  // fixed | adaptive (serve --intra-op)
+  double intra_op_speedup = sim::IntraOpSpeedup{}.speedup;
   std::int64_t budget = SchedulerOptions{}.max_batch_tokens;
   bool short_alone = false;
   std::string second_model;  // "" = one model; else the shape of a second model on the same device
@@ -269,13 +271,25 @@ void Run(SimulateFlags flags) {
     RunTwoModels(*sim_gpu.gpu, requests, second, pairs);
     return;
   }
-  const sim::SimOptions options{.workers = flags.workers,
-                                .clients = arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
-                                // A CPU's workers are threads of one process; a GPU
-                                // preset's workers are GPUs of their own.
-                                .shared_memory = sim_gpu.calibration && sim_gpu.calibration->on_cpu(),
-                                .over_budget_limit = flags.budget,
-                                .over_budget_model = matching};
+  sim::SimOptions options{.workers = flags.workers,
+                          .clients = arrival == workload::ArrivalKind::kClosed ? flags.clients : 0,
+                          // A CPU's workers are threads of one process; a GPU
+                          // preset's workers are GPUs of their own.
+                          .shared_memory = sim_gpu.calibration && sim_gpu.calibration->on_cpu(),
+                          .over_budget_limit = flags.budget,
+                          .over_budget_model = matching};
+  if (flags.intra_op == "adaptive") {
+    // --workers are the cores; the calibration's forwards ran on its `threads`.
+    const int cores = static_cast<int>(flags.workers);
+    const int measured = sim_gpu.calibration && sim_gpu.calibration->threads > 0 ? sim_gpu.calibration->threads : 1;
+    if (measured != 1 && measured != cores) {
+      Fail(kCommand, fmt::format("--intra-op adaptive needs a calibration measured on 1 or {} threads (--workers), "
+                                 "and --calibration's ran on {}",
+                                 cores, measured));
+    }
+    options.intra_op = IntraOpOptions{.cores = cores};
+    options.intra_op_speedup = {.speedup = flags.intra_op_speedup, .model_threads = std::max(1, measured)};
+  }
   std::vector<sim::PolicyResult> results = RunPolicies(flags, policies, *sim_gpu.gpu, requests, options);
   for (sim::PolicyResult& r : results) {
     r.requests += admitted.rejected;
@@ -327,6 +341,16 @@ void AddSimulateCommand(CLI::App& app) {
       ->excludes(attention);
   cmd->add_option("--workers", f->workers,
                   "model instances (GPUs; with a CPU --calibration, forwards sharing the process's memory)");
+  cmd->add_option("--intra-op", f->intra_op,
+                  "fixed, or adaptive: --workers are a CPU's cores, and each batch runs on all of them alone and on "
+                  "one under load, as serve --intra-op adaptive")
+      ->check(CLI::IsMember({"fixed", "adaptive"}))
+      ->capture_default_str();
+  cmd->add_option("--intra-op-speedup", f->intra_op_speedup,
+                  "--intra-op adaptive: how many times as fast a forward runs on all --workers cores as on one "
+                  "(measure it: bench/peers/compare_servers.sh at one connection, --workers 1 --threads 1 against "
+                  "--threads N)")
+      ->capture_default_str();
   cmd->add_option("--max-batch-tokens", f->budget, "budget per batch in the backend's cost unit");
   cmd->add_flag("--short-alone", f->short_alone,
                 "also run the short requests alone (same arrivals) and compare their latency");

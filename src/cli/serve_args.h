@@ -74,6 +74,12 @@ struct ServeArgs {
   std::size_t max_concurrent_requests = server::ServerOptions{}.max_concurrent_requests;
   std::size_t max_client_batch_size = server::ServerOptions{}.max_client_batch_size;
   int workers = BatcherOptions{}.num_workers;
+  // fixed: --workers forwards of --threads threads each; adaptive: one worker
+  // per core, each forward on every core alone and on one under load
+  // (BatcherOptions::intra_op).
+  std::string intra_op = "fixed";
+  double intra_op_narrow_hold_ms =
+      std::chrono::duration<double, std::milli>(IntraOpOptions{}.narrow_hold).count();
   int io_threads = server::ServerOptions{}.io_threads;
   int tokenization_workers = server::ServiceOptions{}.tokenizer_threads;
   std::string host = server::ServerOptions{}.host;

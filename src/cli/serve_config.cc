@@ -253,6 +253,33 @@ std::string ModelName(const ServeArgs& a, const ServeFiles& files) {
   return std::filesystem::path(a.model).stem().string();
 }
 
+// --intra-op adaptive: one worker per core of --threads (default: the CPUs this
+// process may use), each forward's threads chosen per batch.
+absl::Status SetIntraOp(const ServeArgs& a, const ServeFiles& files, ServeConfig& c) {
+  if (a.intra_op == "fixed") return absl::OkStatus();
+  if (a.intra_op != "adaptive") return Bad(fmt::format("--intra-op must be fixed or adaptive, got {}", a.intra_op));
+  if (a.backend != "torch" || a.device != "cpu") {
+    return Bad("--intra-op adaptive shares a CPU's cores between libtorch forwards: it needs --backend torch and "
+               "--device cpu");
+  }
+  if (a.threads < 0) return Bad(fmt::format("--threads must be >= 0, got {}", a.threads));
+  const int cores = a.threads > 0 ? a.threads : files.cpu_cores;
+  if (a.workers != 1 && a.workers != cores) {
+    return Bad(fmt::format("--intra-op adaptive runs one worker per core ({}): drop --workers {}", cores, a.workers));
+  }
+  if (!(a.intra_op_narrow_hold_ms >= 0) || !std::isfinite(a.intra_op_narrow_hold_ms)) {
+    return Bad(fmt::format("--intra-op-narrow-hold-ms must be >= 0, got {}", a.intra_op_narrow_hold_ms));
+  }
+  c.service.batcher.num_workers = cores;
+  c.service.batcher.intra_op = IntraOpOptions{
+      .cores = cores,
+      .narrow_hold = std::chrono::microseconds(std::llround(std::min(a.intra_op_narrow_hold_ms, 1e9) * 1000))};
+  // The batcher sets each forward's threads; an encoder count would override it.
+  c.encoder.hf.num_threads = 0;
+  c.encoder.torchscript.num_threads = 0;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ChooseModelDirectory(const ServeArgs& args, std::string_view bundled_dir) {
@@ -272,6 +299,7 @@ absl::StatusOr<ServeConfig> ResolveServeConfig(const ServeArgs& a, const ServeFi
   if (!scheduler.ok()) return scheduler.status();
   c.service.batcher.scheduler = *scheduler;
   c.service.batcher.num_workers = a.workers;
+  if (absl::Status st = SetIntraOp(a, files, c); !st.ok()) return st;
   c.service.tokenizer_threads = a.tokenization_workers;
   if (a.auto_truncate && c.service.batcher.scheduler.oversize == OversizePolicy::kSplit) {
     if (a.auto_truncate_given) {

@@ -79,6 +79,9 @@ struct ServeFiles {
   // A TorchScript --model's .json sidecar (scripts/gen_models.py): 0 = unknown.
   std::int64_t torchscript_vocab_size = 0;
   std::int64_t torchscript_max_positions = 0;
+  // CPUs this process may run on (sched_getaffinity): --intra-op adaptive's
+  // cores unless --threads says.
+  int cpu_cores = 1;
 };
 
 // The Hugging Face directory serve loads: --model-id (or MODEL_ID), else

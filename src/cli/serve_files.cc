@@ -1,5 +1,8 @@
 // The files `tokenbatch serve`'s flags name, read and checked once before the
 // configuration is resolved (see serve_config.h).
+#include <sched.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -65,6 +68,7 @@ absl::StatusOr<backend::CalibrationFile> ReadCalibration(const std::string& path
 absl::StatusOr<ServeFiles> ReadServeFiles(const ServeArgs& args, const BundledFiles& bundled) {
   ServeFiles files;
   files.bundled_tokenizer = bundled.tokenizer;
+  if (cpu_set_t cpus; sched_getaffinity(0, sizeof(cpus), &cpus) == 0) files.cpu_cores = std::max(1, CPU_COUNT(&cpus));
   files.model_dir = ChooseModelDirectory(args, bundled.model_dir);
   if (!files.model_dir.empty()) {
     absl::StatusOr<ModelDirectoryFacts> facts = ReadDirectory(args, files.model_dir);

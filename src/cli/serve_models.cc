@@ -113,6 +113,14 @@ absl::StatusOr<ServePlan> ResolveServePlan(std::vector<ServeConfig> models, cons
           c.server.model_name));
     }
   }
+  if (models.size() > 1) {
+    for (const ServeConfig& c : models) {
+      if (c.service.batcher.intra_op) {
+        return Bad("--intra-op adaptive shares the CPU's cores within one model's workers, and this server runs "
+                   "several models: serve them with --intra-op fixed");
+      }
+    }
+  }
   ServePlan plan;
   const std::uint64_t limit = args.front().device_memory;
   if (limit > 0) {

@@ -119,6 +119,17 @@ TEST(ResolveServePlan, TwoModelsWithOneNameAreRefused) {
   EXPECT_FALSE(r.plan->device_memory.has_value());
 }
 
+TEST(ResolveServePlan, IntraOpAdaptiveIsForOneModel) {
+  ServeArgs adaptive;
+  adaptive.intra_op = "adaptive";
+  Resolved r = Plan(adaptive, {.model_id = {"a/minilm", "b/bge"}}, {Directory("minilm"), Directory("bge")});
+  ASSERT_FALSE(r.plan.ok());
+  EXPECT_THAT(r.plan.status().message(), HasSubstr("serve them with --intra-op fixed"));
+  r = Plan(adaptive, {.model_id = {"a/minilm"}}, {Directory("minilm")});
+  ASSERT_TRUE(r.plan.ok()) << r.plan.status();
+  EXPECT_TRUE(r.plan->models[0].service.batcher.intra_op.has_value());
+}
+
 TEST(ResolveServePlan, TheDeviceMemoryIsSharedByTheCalibratedModels) {
   ServeArgs shared;
   shared.device_memory = 2'000'000'000;

@@ -119,6 +119,13 @@ std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std:
     spdlog::info("{}attention kernel {} ({}, {})", which, info.attention, info.dtype, config.encoder.hf.device);
   }
   server::ServiceOptions options = config.service;
+  if (options.batcher.intra_op) {
+#ifdef TOKENBATCH_HAVE_BACKEND
+    options.batcher.set_forward_threads = backend::SetForwardThreads;
+#endif
+    spdlog::info("{}intra-op adaptive: {} workers; a forward runs on {} threads alone, on 1 under load", which,
+                 options.batcher.num_workers, options.batcher.intra_op->cores);
+  }
   if (device) {
     options.batcher.device_memory =
         DeviceMemoryShare{.device = device, .model = m, .memory_model = plan.memory_models[m]};

@@ -49,14 +49,10 @@ absl::Status HfEncoder::QuantizeInt8() {
   if (!engine.ok()) return engine.status();
   const std::vector<EmbeddingInput> probe =
       ProbeInputs(impl_->model.config.vocab_size, impl_->model.max_seq_length);
-  // The float32 outputs to compare with, and each linear layer's input range
-  // for its smoothing (Linear::RecordInputs).
-  const std::vector<Linear*> linears = impl_->transformer->linears();
-  for (Linear* l : linears) l->RecordInputs(true);
+  // The float32 outputs to compare with.
   absl::StatusOr<std::vector<backend::Embedding>> before = Embed(probe);
-  for (Linear* l : linears) l->RecordInputs(false);
   if (!before.ok()) return WithMessagePrefix(before.status(), "float32 probe: ");
-  for (Linear* l : linears) {
+  for (Linear* l : impl_->transformer->linears()) {
     if (absl::Status s = l->QuantizeInt8(); !s.ok()) return s;
   }
   absl::StatusOr<std::vector<backend::Embedding>> after = Embed(probe);

@@ -24,9 +24,12 @@ absl::StatusOr<std::string> UseInt8Engine() {
   static absl::StatusOr<std::string> chosen = absl::UnimplementedError("unset");
   std::call_once(once, [] {
     const std::vector<at::QEngine> supported = at::globalContext().supportedQEngines();
-    // FBGEMM's kernels (also behind "x86") first: oneDNN's are the fallback of
-    // a libtorch built without FBGEMM.
-    for (at::QEngine engine : {at::QEngine::X86, at::QEngine::FBGEMM, at::QEngine::ONEDNN}) {
+    // oneDNN first: it takes activations at their full 8 bits on every x86 CPU.
+    // FBGEMM (also behind "x86") is exact only on CPUs with VNNI unless the
+    // activations are cut to 7 bits (reduce_range), which costs an embedding
+    // model like all-MiniLM-L6-v2 most of its int8 quality
+    // (docs/benchmarks.md, "Low precision on the CPU").
+    for (at::QEngine engine : {at::QEngine::ONEDNN, at::QEngine::X86, at::QEngine::FBGEMM}) {
       if (std::find(supported.begin(), supported.end(), engine) == supported.end()) continue;
       at::globalContext().setQEngine(engine);
       chosen = c10::toString(engine);
@@ -43,19 +46,10 @@ absl::Status Linear::QuantizeInt8() {
     return InvalidArgumentError("int8 quantization needs float32 weights on the CPU");
   }
   return backend::Guard("quantizing a linear layer to int8", [&] {
-    at::Tensor weight = weight_;
-    if (input_amax_.defined()) {
-      // SmoothQuant's migration strength 0.5: the square root balances the two ranges.
-      const at::Tensor w_amax = weight_.abs().amax(0).clamp_min(1e-5);
-      const at::Tensor smooth = (input_amax_.clamp_min(1e-5) / w_amax).sqrt().clamp(1e-2, 1e2);
-      weight = weight_ * smooth.unsqueeze(0);
-      inverse_smooth_ = smooth.reciprocal();
-      input_amax_ = at::Tensor();
-    }
     // Symmetric per output channel, the scale of each row its largest |w| / 127.
-    const at::Tensor scales = (weight.abs().amax(1) / 127.0).clamp_min(1e-12).to(at::kDouble);
+    const at::Tensor scales = (weight_.abs().amax(1) / 127.0).clamp_min(1e-12).to(at::kDouble);
     const at::Tensor zeros = at::zeros({weight_.size(0)}, at::TensorOptions().dtype(at::kLong));
-    const at::Tensor q = at::quantize_per_channel(weight, scales, zeros, 0, at::kQInt8);
+    const at::Tensor q = at::quantize_per_channel(weight_, scales, zeros, 0, at::kQInt8);
     torch::jit::Stack stack{q, bias_.defined() ? c10::IValue(bias_) : c10::IValue()};
     Operator("quantized::linear_prepack").callBoxed(&stack);
     packed_ = stack.at(0);
@@ -66,14 +60,9 @@ absl::Status Linear::QuantizeInt8() {
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
-  if (recording_) {
-    at::Tensor amax = x.detach().abs().reshape({-1, x.size(-1)}).amax(0).to(at::kFloat);
-    input_amax_ = input_amax_.defined() ? at::maximum(input_amax_, amax) : amax;
-  }
   if (!quantized()) return at::linear(x, weight_, bias_);
   static const c10::OperatorHandle dynamic = Operator("quantized::linear_dynamic");
-  torch::jit::Stack stack{(inverse_smooth_.defined() ? x * inverse_smooth_ : x).contiguous(), packed_,
-                          c10::IValue(reduce_range_)};
+  torch::jit::Stack stack{x.contiguous(), packed_, c10::IValue(reduce_range_)};
   dynamic.callBoxed(&stack);
   return stack.at(0).toTensor();
 }

@@ -6,18 +6,16 @@
 // int32 and returned in float32). Internal to src/hf (includes ATen).
 //
 // The int8 kernels are libtorch's quantized::linear_dynamic on the process's
-// quantized engine: FBGEMM (or "x86") where libtorch was built with it (the
-// PyPI wheel), else oneDNN (Debian's libtorch, built without FBGEMM).
+// quantized engine: oneDNN where libtorch has it (Debian's libtorch and the PyPI
+// wheel), else FBGEMM or "x86" with 7-bit activations (reduce_range: FBGEMM
+// without VNNI saturates at 8 bits).
 //
 // Per-tensor activations lose the most where a few input features carry values
 // far larger than the rest (transformer activations have such outlier
-// features). Before quantizing, a layer may record the largest |x| of each input
-// feature over calibration inputs (RecordInputs); QuantizeInt8 then smooths the
-// outliers into the weights, SmoothQuant's migration (Xiao et al. 2023,
-// "SmoothQuant: Accurate and Efficient Post-Training Quantization for Large
-// Language Models", section 4): s_j = sqrt(max|x_j| / max|W_:,j|), W' = W
-// diag(s), and each call computes (x / s) W'ᵀ, which equals x Wᵀ in exact
-// arithmetic but spreads the input's range over the weights.
+// features). SmoothQuant's migration of that range into the weights (Xiao et
+// al. 2023) was measured on all-MiniLM-L6-v2 and lowered the quality, so the
+// weights are quantized as they are (docs/benchmarks.md, "Low precision on the
+// CPU").
 #pragma once
 
 #include <ATen/ATen.h>
@@ -45,10 +43,6 @@ class Linear {
   // CPU; BackendError when the quantized engine refuses them.
   [[nodiscard]] absl::Status QuantizeInt8();
 
-  // While on, each call keeps the largest |x| of each input feature
-  // (calibration for QuantizeInt8). Not thread-safe: calibration runs alone.
-  void RecordInputs(bool on) { recording_ = on; }
-
   [[nodiscard]] bool quantized() const { return packed_.isCustomClass(); }
   [[nodiscard]] const at::Tensor& weight() const { return weight_; }
 
@@ -56,13 +50,10 @@ class Linear {
   at::Tensor weight_, bias_;
   c10::IValue packed_;      // the engine's packed int8 weights (and bias)
   bool reduce_range_ = false;  // quantize activations to 7 bits (FBGEMM without VNNI saturates at 8)
-  bool recording_ = false;
-  mutable at::Tensor input_amax_;  // [in] float32: the largest |x| per input feature recorded
-  at::Tensor inverse_smooth_;      // [in]: 1 / s, applied to x before the int8 product; undefined: none
 };
 
-// Sets the process's quantized engine for Linear::QuantizeInt8 (FBGEMM, x86 or
-// oneDNN, the first this libtorch has) and returns its name. Call once before
+// Sets the process's quantized engine for Linear::QuantizeInt8 (oneDNN, x86 or
+// FBGEMM, the first this libtorch has) and returns its name. Call once before
 // quantizing; idempotent. Errors: UnimplementedError when libtorch has none.
 [[nodiscard]] absl::StatusOr<std::string> UseInt8Engine();
 

@@ -95,9 +95,11 @@ TEST_F(LowPrecisionTest, Bfloat16KeepsEveryTextWithinCosine0999) {
   EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.999);
 }
 
-// The goal of cosine 0.99 for every text is missed (docs/benchmarks.md, "Low
-// precision"): per-tensor int8 activations lose MiniLM's outlier features on a
-// few texts. These bounds, below the measured values, catch a regression.
+// The goal of cosine 0.99 for every text is missed on a few texts, met on the
+// mean (docs/benchmarks.md, "Low precision"): per-tensor int8 activations lose
+// MiniLM's outlier features. These bounds, below the values measured on
+// Debian's libtorch and on the PyPI wheel's alike, catch a regression (7-bit
+// activations, FBGEMM's reduce_range, fall far below them).
 TEST_F(LowPrecisionTest, Int8StaysWithinItsMeasuredBounds) {
   backend::EncoderInfo info;
   const std::vector<double> c =
@@ -107,8 +109,8 @@ TEST_F(LowPrecisionTest, Int8StaysWithinItsMeasuredBounds) {
   const double mean = std::accumulate(c.begin(), c.end(), 0.0) / static_cast<double>(c.size());
   std::printf("int8 against float32 on %zu texts: min cosine %.6f, mean %.6f\n", c.size(),
               *std::min_element(c.begin(), c.end()), mean);
-  EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.95);
-  EXPECT_GE(mean, 0.98);
+  EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.97);
+  EXPECT_GE(mean, 0.985);
   EXPECT_EQ(info.quantization, "int8");
   ASSERT_TRUE(info.quantization_quality.has_value());
   EXPECT_EQ(info.quantization_quality->probe_inputs, 16);

@@ -41,6 +41,10 @@ TEST_P(BatcherStressTest, EveryCallbackRunsExactlyOnceWithTheRightOutcome) {
   o.scheduler.policy = static_cast<PackingPolicy>(rng() % 3);
   o.scheduler.max_queue_size = 0;
   o.num_workers = 1 + static_cast<int>(rng() % 3);
+  if (rng() % 2 == 0) {  // the workers share the cores (a worker may wait for one)
+    o.intra_op = IntraOpOptions{.cores = o.num_workers, .narrow_hold = std::chrono::microseconds(rng() % 2000)};
+    o.set_forward_threads = [](int) {};
+  }
   auto batcher = std::move(*SumBatcher::Create(o, backend.AsBackend()));
 
   constexpr int kProducers = 3, kPerProducer = 300;

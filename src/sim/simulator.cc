@@ -34,7 +34,34 @@ struct Running {
   std::int64_t cost = 0;              // in the former's cost model (FormerDecision::cost)
   double latency_us = 0;              // simulated run time, retries included
   std::int64_t activation_bytes = 0;  // held while it runs (SimOptions::shared_memory)
+  int threads = 0;                    // SimOptions::intra_op: the cores it holds
 };
+
+// The time of a forward on `threads` threads over the GpuModel's (measured on
+// speed.model_threads), where `cores` threads run speed.speedup times as fast
+// as one: Amdahl's law t(n) = t(1) · (1 − p + p / n), p fitted to the speedup.
+double WidthFactor(int threads, int cores, const IntraOpSpeedup& speed) {
+  if (cores <= 1) return 1.0;
+  const double p = (1.0 - 1.0 / speed.speedup) / (1.0 - 1.0 / cores);
+  auto time = [&](int n) { return 1.0 - p + p / n; };
+  return time(threads) / time(speed.model_threads);
+}
+
+absl::StatusOr<std::optional<IntraOpWidth>> MakeWidths(const SimOptions& options) {
+  if (!options.intra_op) return std::optional<IntraOpWidth>();
+  absl::StatusOr<IntraOpWidth> widths = IntraOpWidth::Create(*options.intra_op);
+  if (!widths.ok()) return widths.status();
+  const int cores = options.intra_op->cores;
+  if (options.workers != static_cast<std::size_t>(cores)) {
+    return InvalidArgumentError(absl::StrCat("simulate: intra_op runs one worker per core: workers must be ", cores));
+  }
+  const IntraOpSpeedup& speed = options.intra_op_speedup;
+  if (!(speed.speedup >= 1) || !std::isfinite(speed.speedup) ||
+      (speed.model_threads != 1 && speed.model_threads != cores)) {
+    return InvalidArgumentError(absl::StrCat("simulate: intra_op speedup must be >= 1 and model_threads 1 or ", cores));
+  }
+  return std::optional<IntraOpWidth>(*std::move(widths));
+}
 
 }  // namespace
 
@@ -51,6 +78,9 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
   absl::StatusOr<std::unique_ptr<BatchFormer>> made = MakeFormer(policy);
   if (!made.ok()) return made.status();
   BatchFormer& former = **made;
+  absl::StatusOr<std::optional<IntraOpWidth>> made_widths = MakeWidths(options);
+  if (!made_widths.ok()) return made_widths.status();
+  std::optional<IntraOpWidth>& widths = *made_widths;
 
   const std::size_t n = requests.size();
   const bool closed = options.clients > 0;
@@ -99,6 +129,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       completions.pop();
       in_flight_bytes -= done.activation_bytes;
       ++free_workers;
+      if (widths) widths->Finish(done.threads);
       // Learned when the batch ends, as a runtime worker learns it.
       if (!done.oom) former.OnBatchRun(done.cost, done.latency_us);
       for (std::size_t k = 0; k < done.ids.size(); ++k) {
@@ -126,6 +157,10 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
     }
     wake = kNever;
     while (free_workers > 0 && former.queued() > 0) {
+      if (widths && !widths->CanStart()) {
+        widths->OnWaitingForCore(ToTime(now));  // a completion frees a core
+        break;
+      }
       FormerDecision d = former.Next(ToTime(now));
       if (d.batch.empty()) {
         // A wake time not after now would spin; the core never asks for one, but
@@ -141,6 +176,11 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       }
       IsolatedRun run{.lost = std::vector<bool>(lengths.size(), false)};
       RunIsolatedModel(gpu, lengths, 0, options.shared_memory ? in_flight_bytes : 0, run);
+      int threads = 0;
+      if (widths) {
+        threads = widths->Start(ToTime(now), former.queued() > 0);
+        run.latency_us *= WidthFactor(threads, widths->cores(), options.intra_op_speedup);
+      }
       const bool oom = run.oom_calls > 0;
       // The runtime cuts the budget at the first failed call, a fraction of a
       // forward after dispatch: before any other batch could be formed here.
@@ -151,6 +191,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
                     .sum_tokens = shape.sum_tokens,
                     .cost = options.over_budget_model.Cost(shape),
                     .latency_us = run.latency_us,
+                    .threads = threads,
                     .peak_bytes = run.peak_bytes,
                     .oom = oom};
       r.batches_over_budget += b.cost > options.over_budget_limit ? 1 : 0;
@@ -165,7 +206,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       sum_size += static_cast<double>(shape.size);
       r.batch_records.push_back(b);
       const std::int64_t latency_ns = std::max<std::int64_t>(1, std::llround(run.latency_us * 1000.0));
-      running.push_back({std::move(d.batch), std::move(run.lost), oom, d.cost, run.latency_us, held});
+      running.push_back({std::move(d.batch), std::move(run.lost), oom, d.cost, run.latency_us, held, threads});
       completions.emplace(now + latency_ns, seq++, running.size() - 1);
       --free_workers;
     }

@@ -138,6 +138,16 @@ class Encoder {
   }
 };
 
+// Sets the CPU threads of the calling thread's next forwards: libtorch's
+// intra-op threads for this thread (OpenMP keeps the count per thread) and,
+// when the BLAS is OpenBLAS, its thread count, which is process-wide: forwards
+// running at once must share one count (BatcherOptions::intra_op hands out 1
+// thread each, or every core to a forward running alone). What
+// BatcherOptions::set_forward_threads calls for libtorch encoders; an encoder
+// loaded with num_threads > 0 applies its own count at each Embed instead, so
+// load it with 0. threads >= 1. Never blocks.
+void SetForwardThreads(int threads);
+
 class TorchEncoder final : public Encoder {
  public:
   // Loads the module onto the device, puts it in eval mode, and validates it with a

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "tokenbatch/core/enum_names.h"
+#include "tokenbatch/core/intra_op_width.h"
 #include "tokenbatch/core/request.h"
 #include "tokenbatch/core/scheduler_options.h"
 #include "tokenbatch/runtime/aimd_budget.h"
@@ -58,6 +60,18 @@ struct BatcherOptions {
   // batches give back; the batches in flight of every Batcher sharing the device
   // stay under its limit together (shared_device_memory.h).
   std::optional<DeviceMemoryShare> device_memory;
+  // Unset (the default): each forward runs on the backend's own thread count.
+  // Set: the CPU's cores are shared out per batch (core/intra_op_width.h): a
+  // lone batch gets every core, and under load each batch gets one and
+  // `intra_op->cores` batches run at once; a worker with a batch ready and no
+  // free core waits for a forward to end. Needs num_workers == intra_op->cores
+  // and set_forward_threads.
+  std::optional<IntraOpOptions> intra_op;
+  // With intra_op: called on the worker's thread right before each forward with
+  // the threads it gets (1 or intra_op->cores); it sets the backend's thread
+  // count for the calling thread (backend::SetForwardThreads for libtorch).
+  // Must not block or throw.
+  std::function<void(int threads)> set_forward_threads;
 };
 
 // Per-request options of Batcher::Submit.

@@ -17,6 +17,12 @@
 // (e.g. Oversize) is counted as rejected. No wall clock, no unseeded randomness, no unordered iteration: the
 // same inputs give the same result, bit for bit.
 //
+// Threads per forward (SimOptions::intra_op): the runtime's IntraOpWidth gives
+// each batch 1 thread or every core, from the load the simulator sees, exactly
+// as the runtime's workers ask it; a batch's latency is the GpuModel's,
+// scaled by how much faster a forward of that width runs than one of the
+// width the model's latencies were measured at (IntraOpSpeedup).
+//
 // Arrivals: open loop uses each request's arrival_us; closed loop (clients > 0)
 // starts `clients` requests at t = 0 and sends the next one (workload order)
 // when one finishes, fails or is rejected.
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tokenbatch/core/intra_op_width.h"
 #include "tokenbatch/sim/batch_former.h"
 #include "tokenbatch/sim/gpu_model.h"
 
@@ -43,6 +50,15 @@ struct SimRequest {
   std::int64_t tokens = 0;       // >= 1
   bool is_long = false;          // latency is reported per class
   std::int64_t arrival_us = 0;   // open loop only
+};
+
+// How a CPU forward's time scales with its threads: on `cores` threads it runs
+// `speedup` times as fast as on one (Amdahl's law, fitted to the two widths
+// the runtime uses). The GpuModel's latencies are for forwards of
+// `model_threads` threads (1 or cores: a calibration's `threads`).
+struct IntraOpSpeedup {
+  double speedup = 1.5;   // >= 1
+  int model_threads = 1;  // 1 or IntraOpOptions::cores
 };
 
 struct SimOptions {
@@ -59,6 +75,10 @@ struct SimOptions {
   // under `over_budget_model` (the backend's matching model) exceeds this.
   std::int64_t over_budget_limit = 4096;
   CostModel over_budget_model = CostModel::Padded();
+  // Unset: each batch runs at the GpuModel's latency. Set: workers must equal
+  // intra_op->cores, and each batch's threads follow the load (see above).
+  std::optional<IntraOpOptions> intra_op;
+  IntraOpSpeedup intra_op_speedup;
 };
 
 // One dispatched batch.
@@ -67,6 +87,7 @@ struct BatchRecord {
   std::int64_t size = 0, max_tokens = 0, sum_tokens = 0;
   std::int64_t cost = 0;      // under over_budget_model
   double latency_us = 0;      // retries included
+  int threads = 0;            // with SimOptions::intra_op: the threads it ran on
   std::int64_t peak_bytes = 0;  // largest peak any call of the batch asked for
   bool oom = false;             // any call ran out of memory
 };
@@ -109,7 +130,9 @@ struct PolicyResult {
 using ProgressFn = std::function<void(std::size_t done, std::size_t total)>;
 
 // Runs `policy` over `requests`. Errors: InvalidArgument for an empty workload,
-// tokens < 1, workers == 0, or a policy MakeFormer refuses.
+// tokens < 1, workers == 0, a policy MakeFormer refuses, or intra_op options
+// IntraOpWidth refuses, with workers != cores, speedup < 1 or model_threads
+// neither 1 nor cores.
 [[nodiscard]] absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& gpu,
                                                     std::span<const SimRequest> requests,
                                                     const SimOptions& options, const ProgressFn& progress = {});

@@ -23,6 +23,16 @@ absl::StatusOr<std::unique_ptr<BatchEngineImpl>> BatchEngineImpl::Make(const Bat
   if (options.num_workers < 1) {
     return InvalidArgumentError(absl::StrCat("num_workers must be >= 1, got ", options.num_workers));
   }
+  if (options.intra_op) {
+    absl::StatusOr<IntraOpWidth> widths = IntraOpWidth::Create(*options.intra_op);
+    if (!widths.ok()) return widths.status();
+    if (options.num_workers != options.intra_op->cores) {
+      return InvalidArgumentError(absl::StrCat("intra_op shares ", options.intra_op->cores,
+                                               " cores, one worker each: num_workers must be ", options.intra_op->cores,
+                                               ", got ", options.num_workers));
+    }
+    if (!options.set_forward_threads) return InvalidArgumentError("intra_op needs set_forward_threads");
+  }
   if (absl::Status s = AimdBudget::Validate(options.scheduler.max_batch_tokens, options.aimd); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(options.scheduler);
   if (!scheduler.ok()) return scheduler.status();
@@ -66,9 +76,13 @@ BatchEngineImpl::BatchEngineImpl(const BatcherOptions& options, std::unique_ptr<
       client_(client),
       scheduler_(std::move(scheduler)),
       aimd_(options.scheduler.max_batch_tokens, options.aimd),
-      latency_fits_(static_cast<std::size_t>(std::max(1, options.num_workers))),
+      // Per worker, or with intra_op per width (narrow, wide): a batch's time
+      // follows the threads it ran on, not the worker.
+      latency_fits_(options.intra_op ? 2 : static_cast<std::size_t>(std::max(1, options.num_workers))),
       intake_(options_.scheduler, client),
-      records_(intake_, *scheduler_, recorder_, client) {}
+      records_(intake_, *scheduler_, recorder_, client) {
+  if (options.intra_op) intra_op_ = *IntraOpWidth::Create(*options.intra_op);  // validated by Make
+}
 
 BatchEngineImpl::~BatchEngineImpl() {
   // The facade shuts down first; this only stops the threads of an engine that

@@ -31,6 +31,7 @@ struct WorkerStep {
   std::size_t expired = 0;           // requests resolved because their deadline passed while queued
   std::optional<TimePoint> wake_at;  // no batch: when the worker would wake (unset: queue empty)
   bool stop = false;                 // no batch, shutting down and nothing queued: the worker exits
+  int threads = 0;                   // with intra_op: the threads the batch ran on
 };
 
 class BatchEngineImpl final : public BatchEngine {
@@ -77,6 +78,8 @@ class BatchEngineImpl final : public BatchEngine {
   struct RunningBatch {
     std::int64_t cost = 0;  // in the cost model's unit, as dispatched
     std::int64_t memory_bytes = 0;  // held of the shared device memory while it runs
+    int threads = 0;                // with intra_op: the cores it holds while it runs (IntraOpWidth::Start)
+    std::size_t fit = 0;            // the latency fit its run time teaches
     std::vector<RequestId> ids;
     std::vector<std::int64_t> tokens;
     std::vector<absl::Status> statuses;
@@ -90,13 +93,19 @@ class BatchEngineImpl final : public BatchEngine {
                                                 absl::FunctionRef<void(RequestId)> fill);
 
   // --- worker_loop.cc
-  // `worker` indexes latency_fits_.
   void WorkerLoop(EngineContext& context, std::size_t worker);
-  // Asks the core at `now` (after SettleLocked) with `worker`'s learned latency
-  // model and resolves the expired requests.
-  Decision DecideLocked(EngineContext& context, TimePoint now, std::size_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Marks `d`'s batch in flight and loads its inputs into `context`.
-  void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch)
+  // The latency fit a batch dispatched at `now` by `worker` is predicted with:
+  // the worker's, or with intra_op the one of the width it would get.
+  std::size_t FitLocked(TimePoint now, std::size_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With intra_op: whether the worker must wait for a core before it may take
+  // a batch (none is free and work is queued); counts that as a sign of load.
+  bool MustWaitForCoreLocked(TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the core at `now` (after SettleLocked) with latency fit `fit` and
+  // resolves the expired requests.
+  Decision DecideLocked(EngineContext& context, TimePoint now, std::size_t fit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks `d`'s batch in flight, loads its inputs into `context` and, with
+  // intra_op, gives it its threads (and `fit` the latency fit of that width).
+  void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch, std::size_t fit)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The Scheduler's decision at `now` under `context`, within the shared device
   // memory when there is one (BatcherOptions::device_memory).
@@ -106,10 +115,11 @@ class BatchEngineImpl final : public BatchEngine {
   // Runs the loaded batch (no lock held but for an OOM's budget cut).
   void Execute(EngineContext& context, RunningBatch& batch, double* exec_us, IsolationReport* report)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Completes the batch's records and teaches `fit_worker`'s latency fit its run
-  // time (none: the time is not the batch's, and nothing is learned).
+  // Gives the batch's cores back (intra_op), completes its records and teaches
+  // its latency fit its run time unless `learn` is false (the time is not the
+  // batch's).
   void FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
-                    const IsolationReport& report, std::optional<std::size_t> fit_worker)
+                    const IsolationReport& report, bool learn)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the intake into the Scheduler. Enqueue failures (not expected) resolve
   // the request with that error.
@@ -138,9 +148,12 @@ class BatchEngineImpl final : public BatchEngine {
   std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
   AimdBudget aimd_ ABSL_GUARDED_BY(mu_);
   MetricsRecorder recorder_ ABSL_GUARDED_BY(mu_);
-  // One per worker: its batches' run times against their cost, for the
-  // adaptive batching window. StepWorker is worker 0.
+  // One per worker (with intra_op: one per width, narrow then wide): its
+  // batches' run times against their cost, for the adaptive batching window.
+  // StepWorker is worker 0.
   std::vector<OnlineLatencyFit> latency_fits_ ABSL_GUARDED_BY(mu_);
+  // BatcherOptions::intra_op: the cores the running forwards hold.
+  std::optional<IntraOpWidth> intra_op_ ABSL_GUARDED_BY(mu_);
   Intake intake_;  // its own lock; its records are guarded by mu_
   RecordTable records_ ABSL_GUARDED_BY(mu_);
   std::condition_variable deadline_cv_;

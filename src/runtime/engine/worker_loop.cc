@@ -54,8 +54,19 @@ void BatchEngineImpl::FireUnlocked(EngineContext& context) {
   mu_.Lock();
 }
 
-Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, std::size_t worker) {
-  const OnlineLatencyFit& fit = latency_fits_[worker];
+std::size_t BatchEngineImpl::FitLocked(TimePoint now, std::size_t worker) const {
+  if (!intra_op_) return worker;
+  return intra_op_->Predict(now) > 1 ? 1 : 0;
+}
+
+bool BatchEngineImpl::MustWaitForCoreLocked(TimePoint now) {
+  if (!intra_op_ || intra_op_->CanStart() || scheduler_->queued_requests() == 0) return false;
+  intra_op_->OnWaitingForCore(now);
+  return true;
+}
+
+Decision BatchEngineImpl::DecideLocked(EngineContext& context, TimePoint now, std::size_t fit_index) {
+  const OnlineLatencyFit& fit = latency_fits_[fit_index];
   const BatchLatencyModel model = fit.model();
   Decision d = NextLocked(now, {aimd_.current(), draining_, fit.ready() ? &model : nullptr});
   for (RequestId id : d.expired) {
@@ -87,11 +98,19 @@ void BatchEngineImpl::ReleaseMemory(RunningBatch& batch) {
   options_.device_memory->device->Release(options_.device_memory->model, std::exchange(batch.memory_bytes, 0));
 }
 
-void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch) {
+void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch,
+                                     std::size_t fit) {
   recorder_.OnDispatch(d, aimd_.current());
   batch.ids = d.batch;
   batch.cost = d.cost;
   batch.memory_bytes = d.memory_bytes;
+  batch.threads = 0;
+  batch.fit = fit;
+  if (intra_op_) {
+    // The core has taken the batch out of the queue: what is left waits behind it.
+    batch.threads = intra_op_->Start(now, scheduler_->queued_requests() > 0);
+    batch.fit = batch.threads > 1 ? 1 : 0;
+  }
   batch.tokens.clear();
   for (RequestId id : d.batch) {
     EngineRecord& r = intake_.Get(id);  // queued records are always live
@@ -116,20 +135,26 @@ void BatchEngineImpl::Execute(EngineContext& context, RunningBatch& batch, doubl
     MutexLock lock(&mu_);
     aimd_.OnOutOfMemory(options_.scheduler.cost_model.Cost(shape));
   };
+  if (batch.threads > 0) options_.set_forward_threads(batch.threads);
   const TimePoint start = SteadyClock::now();
   context.RunBatch(batch.statuses, on_oom, *report);
   *exec_us = std::chrono::duration<double, std::micro>(SteadyClock::now() - start).count();
 }
 
 void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, TimePoint now, double exec_us,
-                                   const IsolationReport& report, std::optional<std::size_t> fit_worker) {
+                                   const IsolationReport& report, bool learn) {
+  if (batch.threads > 0) {
+    intra_op_->Finish(std::exchange(batch.threads, 0));
+    // A worker may be waiting for the cores just freed.
+    if (scheduler_->queued_requests() > 0) intake_.WakeOne();
+  }
   recorder_.OnBatchDone(exec_us, report.retries, report.oom_events);
   // A batch that was bisected ran more than once, and one that failed may have
   // stopped early: either way its time is not its shape's.
   const bool all_ok =
       std::all_of(batch.statuses.begin(), batch.statuses.end(), [](const absl::Status& st) { return st.ok(); });
-  if (fit_worker && report.retries == 0 && report.oom_events == 0 && all_ok) {
-    latency_fits_[*fit_worker].Add(batch.cost, exec_us);
+  if (learn && report.retries == 0 && report.oom_events == 0 && all_ok) {
+    latency_fits_[batch.fit].Add(batch.cost, exec_us);
   }
   if (report.oom_events == 0) aimd_.OnSuccess();
   records_.CompleteBatch(batch.ids, batch.statuses, now, context);
@@ -142,19 +167,30 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
     SettleLocked(context);
     // Read after the intake is in: no request the core sees arrived after `now`.
     const TimePoint now = SteadyClock::now();
-    Decision d = DecideLocked(context, now, worker);
+    if (MustWaitForCoreLocked(now)) {
+      if (context.HasCompletions()) {
+        FireUnlocked(context);
+        continue;
+      }
+      intake_.SleepLocked(mu_, *scheduler_, std::nullopt);  // until a forward ends (FinishLocked) or a submit
+      continue;
+    }
+    const std::size_t fit = FitLocked(now, worker);
+    Decision d = DecideLocked(context, now, fit);
     if (!d.batch.empty()) {
-      DispatchLocked(d, now, context, batch);
+      DispatchLocked(d, now, context, batch, fit);
+      // More may be ready for another worker, which has a core to run it on.
+      const bool wake_other = d.wake_at || (intra_op_ && intra_op_->CanStart() && scheduler_->queued_requests() > 0);
       PublishLocked();
       mu_.Unlock();
-      if (d.wake_at) intake_.WakeOne();  // more may be ready for another worker
+      if (wake_other) intake_.WakeOne();
       FireBeforeBatch(context);
       double exec_us = 0;
       IsolationReport report;
       Execute(context, batch, &exec_us, &report);
       ReleaseMemory(batch);
       mu_.Lock();
-      FinishLocked(context, batch, SteadyClock::now(), exec_us, report, worker);
+      FinishLocked(context, batch, SteadyClock::now(), exec_us, report, /*learn=*/true);
       continue;
     }
     if (!d.expired.empty()) PublishLocked();
@@ -173,13 +209,15 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
   RunningBatch batch;
   mu_.Lock();
   SettleLocked(context);
-  Decision d = DecideLocked(context, now, 0);
+  const std::size_t fit = FitLocked(now, 0);
+  Decision d = DecideLocked(context, now, fit);
   step.expired = d.expired.size();
   if (d.batch.empty()) {
     step.wake_at = d.wake_at;
     step.stop = stopping_ && scheduler_->queued_requests() == 0;
   } else {
-    DispatchLocked(d, now, context, batch);
+    DispatchLocked(d, now, context, batch, fit);
+    step.threads = batch.threads;
     PublishLocked();
     mu_.Unlock();
     FireBeforeBatch(context);
@@ -192,8 +230,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
     // decides the same way on any machine.
     exec_us = std::chrono::duration<double, std::micro>(done_at.value_or(now) - now).count();
     mu_.Lock();
-    FinishLocked(context, batch, done_at.value_or(now), exec_us, report,
-                 done_at ? std::optional<std::size_t>(0) : std::nullopt);
+    FinishLocked(context, batch, done_at.value_or(now), exec_us, report, /*learn=*/done_at.has_value());
     step.batch = std::move(batch.ids);
   }
   PublishLocked();

@@ -1,0 +1,107 @@
+// BatcherOptions::intra_op on real threads: the threads the running forwards
+// were given never add up to more than the cores, a forward beside another runs
+// on one thread, every request is answered once, and a lone batch after a quiet
+// spell gets every core. Also runs under TSan.
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/test_backend.h"
+
+namespace tokenbatch {
+namespace {
+
+using testing::MakeTokens;
+using testing::SumBatcher;
+using testing::SumOf;
+using testing::Tokens;
+
+thread_local int forward_threads = 0;  // what set_forward_threads gave this worker
+
+// Counts the threads of the forwards running at once.
+struct CoreLedger {
+  std::atomic<int> threads_running{0}, forwards_running{0};
+  std::atomic<int> most_threads{0}, wide_beside_another{0}, batches{0}, narrow{0}, last_width{0};
+
+  absl::StatusOr<std::vector<long>> Run(std::span<const Tokens> batch) {
+    const int width = forward_threads;
+    const int threads = threads_running.fetch_add(width) + width;
+    const int forwards = forwards_running.fetch_add(1) + 1;
+    int seen = most_threads.load();
+    while (threads > seen && !most_threads.compare_exchange_weak(seen, threads)) {
+    }
+    if (forwards > 1 && width > 1) wide_beside_another.fetch_add(1);
+    batches.fetch_add(1);
+    last_width.store(width);
+    if (width == 1) narrow.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    forwards_running.fetch_sub(1);
+    threads_running.fetch_sub(width);
+    std::vector<long> out;
+    for (const Tokens& t : batch) out.push_back(SumOf(t));
+    return out;
+  }
+};
+
+TEST(BatcherIntraOpTest, ForwardsNeverHoldMoreThreadsThanCores) {
+  for (const int cores : {2, 3}) {
+    CoreLedger ledger;
+    BatcherOptions o;
+    o.scheduler.cost_model = CostModel::Sum();
+    o.scheduler.max_batch_tokens = 256;
+    o.scheduler.max_batch_size = 4;
+    o.scheduler.max_wait = std::chrono::microseconds(200);
+    o.num_workers = cores;
+    o.intra_op = IntraOpOptions{.cores = cores, .narrow_hold = std::chrono::milliseconds(5)};
+    o.set_forward_threads = [](int threads) { forward_threads = threads; };
+    auto batcher = std::move(*SumBatcher::Create(o, [&](std::span<const Tokens> b) { return ledger.Run(b); }));
+
+    constexpr int kProducers = 4, kPerProducer = 150;
+    std::vector<std::atomic<int>> calls(kProducers * kPerProducer);
+    std::vector<long> values(calls.size()), expected(calls.size());
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; ++p) {
+      producers.emplace_back([&, p] {
+        for (int i = 0; i < kPerProducer; ++i) {
+          const std::size_t k = static_cast<std::size_t>(p * kPerProducer + i);
+          Tokens t = MakeTokens(1 + (i * 7 + p) % 40, i);
+          expected[k] = SumOf(t);
+          const std::int64_t len = static_cast<std::int64_t>(t.size());
+          ASSERT_TRUE(batcher
+                          ->Submit(std::move(t), len, {},
+                                   [&, k](SumBatcher::Result r) {
+                                     if (r.ok()) values[k] = *r;
+                                     calls[k].fetch_add(1);
+                                   })
+                          .ok());
+        }
+      });
+    }
+    for (auto& t : producers) t.join();
+    // Wait until every answer is in, then past the hold: a lone request is wide.
+    while (batcher->metrics().requests_succeeded < calls.size()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int before = ledger.batches.load();
+    std::atomic<int> lone_calls{0};
+    ASSERT_TRUE(batcher->Submit(MakeTokens(3), 3, {}, [&](SumBatcher::Result) { lone_calls.fetch_add(1); }).ok());
+    batcher->Shutdown(ShutdownMode::kDrain);
+
+    for (std::size_t k = 0; k < calls.size(); ++k) {
+      ASSERT_EQ(calls[k].load(), 1) << k;
+      EXPECT_EQ(values[k], expected[k]);
+    }
+    EXPECT_EQ(lone_calls.load(), 1);
+    EXPECT_LE(ledger.most_threads.load(), cores) << cores << " cores";
+    EXPECT_EQ(ledger.wide_beside_another.load(), 0);
+    EXPECT_GT(ledger.narrow.load(), 0) << "600 requests from 4 producers never queued behind a batch";
+    EXPECT_EQ(ledger.batches.load(), before + 1);
+    EXPECT_EQ(ledger.last_width.load(), cores) << "a lone batch after a quiet spell";
+    EXPECT_EQ(forward_threads, 0);  // set on the workers' threads, not this one
+  }
+}
+
+}  // namespace
+}  // namespace tokenbatch
