@@ -3,18 +3,22 @@
 # encode in float32 (bench/peers/offline_st.py, the reference) against
 # tokenbatch's own path (`tokenbatch bench --policies ours-length-aware`, all
 # texts at once) in float32, `--dtype bfloat16` and `--quantize int8`, each
-# with THREADS intra-op threads. Prints one JSON line per run and a table of
-# tokens/s and the ratio to sentence-transformers' float32. The quality of each
+# with THREADS intra-op threads, each both with every forward on THREADS threads
+# (`--intra-op fixed`) and with THREADS one-thread workers whose lone batch gets
+# all of them (`--intra-op adaptive`, serve's flag). Prints one JSON line per run
+# and a table of tokens/s and the ratio to sentence-transformers' float32. The quality of each
 # mode against float32 is the tests' (hf_encoder_test's LowPrecision tests).
 #
 # Usage: bash bench/peers/compare_precision.sh BUILD_DIR [TEXTS] [MIX]
-#   (defaults 2000 texts of the seed mix); env THREADS (default 2).
+#   (defaults 2000 texts of the seed mix); env THREADS (default 2), INTRA_OP
+#   (default "fixed adaptive").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${1:?usage: compare_precision.sh BUILD_DIR [TEXTS] [MIX]}"
 TEXTS="${2:-2000}"
 MIX="${3:-seed}"
 THREADS="${THREADS:-2}"
+INTRA_OP="${INTRA_OP:-fixed adaptive}"
 source bench/peers/peers_common.sh
 make_workload "$MIX" "$TEXTS" "$CACHE/precision-$MIX-$TEXTS.jsonl"
 
@@ -22,13 +26,16 @@ st=$("$PY" bench/peers/offline_st.py "$WORKLOAD" --model-dir "$MODEL_DIR" --text
   --batch-size 32)
 echo "sentence-transformers float32: $st"
 results=()
-for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
-  name="${mode%%:*}"
-  # shellcheck disable=SC2086  # the mode's flags are words
-  "$TB" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware --threads "$THREADS" \
-    --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$CACHE/precision-$name.json"
-  echo "tokenbatch $name: $(cat "$CACHE/precision-$name.json")"
-  results+=("$name=$CACHE/precision-$name.json")
+for intra_op in $INTRA_OP; do
+  for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
+    name="${mode%%:*}, intra-op $intra_op"
+    file="$CACHE/precision-${mode%%:*}-$intra_op.json"
+    # shellcheck disable=SC2086  # the mode's flags are words
+    "$TB" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware --threads "$THREADS" \
+      --intra-op "$intra_op" --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$file"
+    echo "tokenbatch $name: $(cat "$file")"
+    results+=("$name=$file")
+  done
 done
 "$PY" - "$st" "${results[@]}" <<'PYEOF'
 import json, sys

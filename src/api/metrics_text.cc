@@ -17,6 +17,13 @@ void Scalar(std::string& out, std::string_view name, std::string_view help, std:
   absl::StrAppend(&out, ToAbsl(name), " ", value, "\n");
 }
 
+// learned_latency[i]'s label: its worker, or with intra-op widths its forwards'
+// threads.
+std::string LatencyLabel(const MetricsSnapshot& m, std::size_t i) {
+  if (i < m.learned_latency_threads.size()) return absl::StrCat("threads=\"", m.learned_latency_threads[i], "\"");
+  return absl::StrCat("worker=\"", i, "\"");
+}
+
 }  // namespace
 
 void AppendHistogram(std::string& out, std::string_view name, std::string_view help, const Histogram& h,
@@ -111,20 +118,20 @@ std::string MetricsSnapshotText(const std::vector<LabeledMetrics>& models) {
   Family(out, models, "tokenbatch_isolation_retries_total", "Backend calls made to bisect failed batches", "counter",
          [](const MetricsSnapshot& m) { return m.isolation_retries; });
   Header(out, "tokenbatch_learned_batch_fixed_seconds",
-         "Per-batch part of the batch run time, learned per worker (0 until learned)", "gauge");
+         "Per-batch part of the batch run time, learned per worker or per forward width (0 until learned)", "gauge");
   for (const LabeledMetrics& l : models) {
     for (std::size_t w = 0; w < l.metrics->learned_latency.size(); ++w) {
       absl::StrAppend(&out, "tokenbatch_learned_batch_fixed_seconds",
-                      Braced(l.labels, absl::StrCat("worker=\"", w, "\"")), " ",
+                      Braced(l.labels, LatencyLabel(*l.metrics, w)), " ",
                       l.metrics->learned_latency[w].fixed_us * 1e-6, "\n");
     }
   }
   Header(out, "tokenbatch_learned_batch_seconds_per_cost",
-         "Batch run time per unit of the cost model, learned per worker (0 until learned)", "gauge");
+         "Batch run time per unit of the cost model, learned per worker or per forward width (0 until learned)", "gauge");
   for (const LabeledMetrics& l : models) {
     for (std::size_t w = 0; w < l.metrics->learned_latency.size(); ++w) {
       absl::StrAppend(&out, "tokenbatch_learned_batch_seconds_per_cost",
-                      Braced(l.labels, absl::StrCat("worker=\"", w, "\"")), " ",
+                      Braced(l.labels, LatencyLabel(*l.metrics, w)), " ",
                       l.metrics->learned_latency[w].us_per_cost * 1e-6, "\n");
     }
   }

@@ -8,6 +8,7 @@ namespace tokenbatch::server {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(MetricsText, HistogramIsCumulativeWithSumAndCount) {
   Histogram h({1, 2, 4});
@@ -53,6 +54,21 @@ TEST(MetricsText, SnapshotHasEveryFamily) {
                              "tokenbatch_queue_wait_seconds_bucket", "tokenbatch_inference_seconds_bucket"}) {
     EXPECT_THAT(out, HasSubstr(family));
   }
+}
+
+TEST(MetricsText, LearnedLatencyIsLabelledByWorkerOrByForwardThreads) {
+  MetricsSnapshot workers;
+  workers.learned_latency = {{.fixed_us = 2000, .us_per_cost = 10}, {.fixed_us = 3000, .us_per_cost = 20}};
+  std::string out = MetricsSnapshotText(workers);
+  EXPECT_THAT(out, HasSubstr("tokenbatch_learned_batch_fixed_seconds{worker=\"1\"} 0.003\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_learned_batch_seconds_per_cost{worker=\"0\"} 1e-05\n"));
+
+  MetricsSnapshot widths = workers;  // intra-op adaptive: one fit per width
+  widths.learned_latency_threads = {1, 4};
+  out = MetricsSnapshotText(widths);
+  EXPECT_THAT(out, HasSubstr("tokenbatch_learned_batch_fixed_seconds{threads=\"1\"} 0.002\n"));
+  EXPECT_THAT(out, HasSubstr("tokenbatch_learned_batch_seconds_per_cost{threads=\"4\"} 2e-05\n"));
+  EXPECT_THAT(out, Not(HasSubstr("worker=")));
 }
 
 TEST(MetricsText, SeveralModelsShareEachFamilysHeaderAndLabelTheirSeries) {

@@ -11,6 +11,18 @@
 #include "api/router.h"
 
 namespace tokenbatch::server {
+namespace {
+
+// The latency a queued backlog drains at: each worker's, or with intra-op widths
+// the one-thread forwards' (a backlog runs narrow, one forward per core).
+std::vector<BatchLatencyModel> BacklogLatency(const MetricsSnapshot& m) {
+  for (std::size_t i = 0; i < m.learned_latency_threads.size() && i < m.learned_latency.size(); ++i) {
+    if (m.learned_latency_threads[i] == 1) return {m.learned_latency[i]};
+  }
+  return m.learned_latency;
+}
+
+}  // namespace
 
 std::function<void()> Router::Health(HttpRequest, Respond reply) {
   switch (state()) {
@@ -62,7 +74,7 @@ int Router::LoadWeight(const std::vector<MetricsSnapshot>& metrics) const {
                                       .max_batch_tokens = m.effective_budget,
                                       .max_batch_size = batcher.scheduler.max_batch_size,
                                       .workers = batcher.num_workers,
-                                      .latency = m.learned_latency});
+                                      .latency = BacklogLatency(m)});
     if (batcher.device_memory) {
       const CostModel& memory = batcher.device_memory->memory_model;
       load.queued_bytes.push_back(QueuedBytes(queued_tokens, queued_inputs, memory.c0(), memory.c1(), memory.c2()));

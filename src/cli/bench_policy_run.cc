@@ -79,10 +79,14 @@ absl::StatusOr<std::vector<Embedding>> RunBatch(const backend::Encoder& encoder,
 }
 
 void RunCore(const sim::PolicySpec& p, const backend::Encoder& encoder, const std::vector<BenchRequest>& requests,
-             int workers, Run& run, sim::ProgressBar& bar) {
+             const BenchRunOptions& bench, Run& run, sim::ProgressBar& bar) {
   // defer_start: the burst is queued whole before the first batch is chosen,
   // as the simulator's arrivals at one instant are.
-  BatcherOptions options{.scheduler = p.core, .num_workers = workers, .defer_start = true};
+  BatcherOptions options{.scheduler = p.core, .num_workers = bench.workers, .defer_start = true};
+  if (bench.intra_op) {
+    options.intra_op = bench.intra_op;
+    options.set_forward_threads = backend::SetForwardThreads;
+  }
   options.scheduler.max_queue_size = 0;
   const Clock::time_point t0 = Clock::now();
   using B = Batcher<EmbeddingInput, Embedding>;
@@ -249,7 +253,7 @@ sim::PolicyResult RunBenchPolicy(const sim::PolicySpec& p, const backend::Encode
   sim::ProgressBar bar(p.name, options.progress);
   if (absl::Status s = encoder.ResetPeakMemory(); !s.ok()) Fail(kBenchCommand, s.ToString());
   if (p.kind == sim::FormerKind::kCore) {
-    RunCore(p, encoder, requests, options.workers, run, bar);
+    RunCore(p, encoder, requests, options, run, bar);
   } else {
     RunBaseline(p, encoder, requests, options.workers, run, bar);
   }

@@ -16,11 +16,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "cli/fail.h"
 #include "tokenbatch/backend/encoder.h"
 #include "tokenbatch/core/cost_model.h"
+#include "tokenbatch/core/intra_op_width.h"
 #include "tokenbatch/sim/batch_former.h"
 #include "tokenbatch/sim/simulator.h"
 
@@ -36,6 +38,10 @@ struct BenchRequest {
 
 struct BenchRunOptions {
   int workers = 1;                               // >= 1
+  // Set: the CPU's cores shared out per batch (BatcherOptions::intra_op, serve
+  // --intra-op adaptive); `workers` must equal intra_op->cores and the encoder
+  // must leave its thread count to the runtime (num_threads 0).
+  std::optional<IntraOpOptions> intra_op;
   CostModel budget_model = CostModel::Padded();  // gives each BatchRecord::cost
   std::int64_t budget = 4096;                    // "over budget": a batch whose cost exceeds it
   std::size_t rejected_at_admission = 0;         // added to requests and requests_rejected

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct BenchFlags : MixFlags, ReportFlags {
   ModelFlags model;
   std::string tokenizer;  // "" = the model directory's, else the bundled BERT one
   int workers = 1;
+  std::string intra_op = "fixed";  // fixed | adaptive (serve --intra-op)
   std::int64_t budget = 4096;
   std::string cost_model;  // "" = the backend's: sum for a packed --model-id, else padded
 };
@@ -64,9 +66,24 @@ void Bench(BenchFlags flags) {
   // A TorchScript file's positions from its sidecar (a directory carries its own).
   const std::int64_t torchscript_positions =
       flags.model.model.empty() ? 0 : OrFail(kCommand, SidecarMaxPositions(flags.model.model), "--model");
-  absl::StatusOr<LoadedModel> encoder = LoadModel(flags.model, 0, torchscript_positions, "mean");
-  if (!encoder.ok()) Fail(kCommand, encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
   if (flags.workers < 1) Fail(kCommand, "--workers must be >= 1");
+  std::optional<IntraOpOptions> intra_op;
+  if (flags.intra_op == "adaptive") {
+    // As serve's: one worker per core of --threads, each forward's threads set by
+    // the runtime (the encoder is loaded below with no count of its own).
+    if (flags.model.device != "cpu") Fail(kCommand, "--intra-op adaptive needs --device cpu");
+    if (flags.model.threads < 1) Fail(kCommand, "--intra-op adaptive needs --threads N >= 1 (the cores to share)");
+    if (flags.workers != 1 && flags.workers != flags.model.threads) {
+      Fail(kCommand, fmt::format("--intra-op adaptive runs one worker per core ({}): drop --workers {}",
+                                 flags.model.threads, flags.workers));
+    }
+    intra_op = IntraOpOptions{.cores = flags.model.threads};
+    flags.workers = flags.model.threads;
+  }
+  ModelFlags load = flags.model;
+  if (intra_op) load.threads = 0;
+  absl::StatusOr<LoadedModel> encoder = LoadModel(load, 0, torchscript_positions, "mean");
+  if (!encoder.ok()) Fail(kCommand, encoder.status().ToString() + " (run scripts/prepare_assets.sh)");
   if (flags.tokenizer.empty()) flags.tokenizer = !encoder->tokenizer.empty() ? encoder->tokenizer : BertTokenizerPath();
   const backend::Encoder& model = *encoder->encoder;
   if (flags.cost_model.empty()) {
@@ -131,6 +148,7 @@ void Bench(BenchFlags flags) {
 
   std::vector<sim::PolicyResult> results;
   const BenchRunOptions run_options{.workers = flags.workers,
+                                    .intra_op = intra_op,
                                     .budget_model = *cost_model,
                                     .budget = flags.budget,
                                     .rejected_at_admission = admitted.rejected,
@@ -145,8 +163,9 @@ void Bench(BenchFlags flags) {
         "- workload: {}, {} requests ({} short, {} long{}), all arriving at once; SCALED DOWN: the seed "
         "experiment has 5,000 requests\n",
         loaded.source, loaded.requests.size(), requests.size() - n_long, n_long, admitted.note);
-    fmt::print("- backend: libtorch {}, {} worker(s) of {} thread(s), model {}{}, tokenizer {}\n", flags.model.device,
-               flags.workers, flags.model.threads, encoder->path,
+    fmt::print("- backend: libtorch {}, {} worker(s) of {} thread(s){}, model {}{}, tokenizer {}\n", flags.model.device,
+               flags.workers, intra_op ? "1 or " + std::to_string(flags.model.threads) : std::to_string(flags.model.threads),
+               intra_op ? " (intra-op adaptive)" : "", encoder->path,
                flags.model.model_id.empty()
                    ? ""
                    : fmt::format(" ({} execution, {}, attention {})", flags.model.execution, flags.model.dtype,
@@ -189,6 +208,11 @@ void AddBenchCommand(CLI::App& app) {
                   "the model's tokenizer.json (default: the directory's; the bundled BERT one with --model)");
   cmd->add_option("--threads", f->model.threads, "libtorch intra-op threads per worker")->capture_default_str();
   cmd->add_option("--workers", f->workers, "model instances running batches concurrently")->capture_default_str();
+  cmd->add_option("--intra-op", f->intra_op,
+                  "fixed: every forward on --threads; adaptive: one worker per core of --threads, a lone batch on "
+                  "all of them, one each when more are queued (serve --intra-op)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fixed", "adaptive"}));
   cmd->add_option("--device", f->model.device, "cpu or cuda:N")->capture_default_str();
   cmd->add_option("--cuda-memory-limit", f->model.cuda_memory_limit,
                   "--model-id on CUDA: cap the allocator at this many bytes (e.g. 24GB), as a smaller GPU")

@@ -191,10 +191,11 @@ void AddServeCommand(CLI::App& app) {
   model_opt("--workers", per_model->workers, "model instances running batches concurrently",
             std::to_string(args->workers));
   opt("--intra-op", args->intra_op,
-      "how forwards share the CPU: fixed (--workers forwards of --threads threads each) or adaptive (one worker per "
+      "how forwards share the CPU: fixed (--workers forwards of --threads threads each), adaptive (one worker per "
       "core of --threads, default every CPU this process may use; a forward runs on every core when it runs alone "
-      "and on one when other batches wait, so that one runs per core)")
-      ->check(CLI::IsMember({"fixed", "adaptive"}));
+      "and on one when other batches wait, so that one runs per core), or auto (adaptive for one model on libtorch's "
+      "CPU with one --workers, else fixed)")
+      ->check(CLI::IsMember({"auto", "fixed", "adaptive"}));
   opt("--intra-op-narrow-hold-ms", args->intra_op_narrow_hold_ms,
       "--intra-op adaptive: how long a sign of load (work queued behind a batch, or a batch waiting for a core) "
       "keeps forwards on one core, ms");

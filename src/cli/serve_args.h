@@ -76,8 +76,9 @@ struct ServeArgs {
   int workers = BatcherOptions{}.num_workers;
   // fixed: --workers forwards of --threads threads each; adaptive: one worker
   // per core, each forward on every core alone and on one under load
-  // (BatcherOptions::intra_op).
-  std::string intra_op = "fixed";
+  // (BatcherOptions::intra_op); auto: adaptive for one model on libtorch's CPU
+  // with one --workers, fixed otherwise.
+  std::string intra_op = "auto";
   double intra_op_narrow_hold_ms =
       std::chrono::duration<double, std::milli>(IntraOpOptions{}.narrow_hold).count();
   int io_threads = server::ServerOptions{}.io_threads;

@@ -254,10 +254,22 @@ std::string ModelName(const ServeArgs& a, const ServeFiles& files) {
 }
 
 // --intra-op adaptive: one worker per core of --threads (default: the CPUs this
-// process may use), each forward's threads chosen per batch.
+// process may use), each forward's threads chosen per batch. auto (the default)
+// is adaptive where it applies: libtorch on the CPU, one worker asked for, more
+// than one core (SplitPerModel makes it fixed for several models).
 absl::Status SetIntraOp(const ServeArgs& a, const ServeFiles& files, ServeConfig& c) {
-  if (a.intra_op == "fixed") return absl::OkStatus();
-  if (a.intra_op != "adaptive") return Bad(fmt::format("--intra-op must be fixed or adaptive, got {}", a.intra_op));
+  if (a.intra_op == "auto") {
+    const int cores = a.threads > 0 ? a.threads : files.cpu_cores;
+    // A calibration without --device-memory budgets one forward at a time.
+    const bool one_forward_budget = !a.calibration.empty() && a.device_memory == 0;
+    const bool applies =
+        a.backend == "torch" && a.device == "cpu" && a.workers == 1 && cores > 1 && !one_forward_budget;
+    if (!applies) return absl::OkStatus();
+  } else if (a.intra_op == "fixed") {
+    return absl::OkStatus();
+  } else if (a.intra_op != "adaptive") {
+    return Bad(fmt::format("--intra-op must be auto, fixed or adaptive, got {}", a.intra_op));
+  }
   if (a.backend != "torch" || a.device != "cpu") {
     return Bad("--intra-op adaptive shares a CPU's cores between libtorch forwards: it needs --backend torch and "
                "--device cpu");
@@ -266,6 +278,12 @@ absl::Status SetIntraOp(const ServeArgs& a, const ServeFiles& files, ServeConfig
   const int cores = a.threads > 0 ? a.threads : files.cpu_cores;
   if (a.workers != 1 && a.workers != cores) {
     return Bad(fmt::format("--intra-op adaptive runs one worker per core ({}): drop --workers {}", cores, a.workers));
+  }
+  if (!a.calibration.empty() && a.device_memory == 0 && cores > 1) {
+    return Bad(fmt::format(
+        "--calibration {} budgets one forward at a time, and --intra-op adaptive runs up to {} at once: serve with "
+        "--intra-op fixed, or share the memory with --device-memory",
+        a.calibration, cores));
   }
   if (!(a.intra_op_narrow_hold_ms >= 0) || !std::isfinite(a.intra_op_narrow_hold_ms)) {
     return Bad(fmt::format("--intra-op-narrow-hold-ms must be >= 0, got {}", a.intra_op_narrow_hold_ms));

@@ -177,53 +177,6 @@ TEST(ResolveServeConfig, FlagsThatDependOnEachOther) {
   EXPECT_EQ(c->server.api_key, "from-the-file");
 }
 
-TEST(ResolveServeConfig, IntraOpAdaptiveRunsOneWorkerPerCore) {
-  ServeFiles files = DirectoryFiles();
-  files.cpu_cores = 4;
-  ServeArgs fixed;
-  absl::StatusOr<ServeConfig> c = ResolveServeConfig(fixed, files);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->service.batcher.intra_op.has_value());
-  EXPECT_EQ(c->service.batcher.num_workers, 1);
-
-  ServeArgs adaptive;
-  adaptive.intra_op = "adaptive";
-  adaptive.intra_op_narrow_hold_ms = 30;
-  adaptive.threads = 0;
-  c = ResolveServeConfig(adaptive, files);
-  ASSERT_TRUE(c.ok()) << c.status();
-  ASSERT_TRUE(c->service.batcher.intra_op.has_value());
-  EXPECT_EQ(c->service.batcher.intra_op->cores, 4);  // every CPU the process may use
-  EXPECT_EQ(c->service.batcher.intra_op->narrow_hold, std::chrono::milliseconds(30));
-  EXPECT_EQ(c->service.batcher.num_workers, 4);
-  EXPECT_EQ(c->encoder.hf.num_threads, 0);  // the batcher sets each forward's
-
-  adaptive.threads = 2;  // fewer cores than the machine's
-  c = ResolveServeConfig(adaptive, files);
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->service.batcher.intra_op->cores, 2);
-  EXPECT_EQ(c->service.batcher.num_workers, 2);
-
-  struct Refused {
-    std::string what;
-    ServeArgs args;
-  };
-  std::vector<Refused> refused;
-  refused.push_back({"drop --workers 3", adaptive});
-  refused.back().args.workers = 3;
-  refused.push_back({"--intra-op-narrow-hold-ms must be >= 0", adaptive});
-  refused.back().args.intra_op_narrow_hold_ms = -1;
-  refused.push_back({"needs --backend torch and --device cpu", adaptive});
-  refused.back().args.device = "cuda:0";
-  refused.push_back({"--intra-op must be fixed or adaptive, got wide", adaptive});
-  refused.back().args.intra_op = "wide";
-  for (const Refused& r : refused) {
-    c = ResolveServeConfig(r.args, files);
-    ASSERT_FALSE(c.ok()) << r.what;
-    EXPECT_THAT(c.status().message(), HasSubstr(r.what));
-  }
-}
-
 TEST(ResolveServeConfig, TheCalibrationSizesTheBudgetWithinWhatItMeasured) {
   ServeFiles files = DirectoryFiles();
   files.calibration = Calibration();

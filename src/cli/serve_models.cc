@@ -75,6 +75,12 @@ absl::StatusOr<std::vector<ServeArgs>> SplitPerModel(const ServeArgs& shared, co
     if (!s.ok()) return s;
   }
   std::vector<ServeArgs> out(models, shared);
+  // The cores are shared within one model's workers only: several models run
+  // their forwards side by side on fixed widths unless adaptive is asked for
+  // (which ResolveServePlan refuses, naming the flag).
+  if (models > 1 && shared.intra_op == "auto") {
+    for (ServeArgs& a : out) a.intra_op = "fixed";
+  }
   for (std::size_t m = 0; m < models; ++m) {
     auto apply = [&](const auto& fields) {
       for (const auto& f : fields) Apply(f, m, out[m]);

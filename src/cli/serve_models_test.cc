@@ -128,6 +128,16 @@ TEST(ResolveServePlan, IntraOpAdaptiveIsForOneModel) {
   r = Plan(adaptive, {.model_id = {"a/minilm"}}, {Directory("minilm")});
   ASSERT_TRUE(r.plan.ok()) << r.plan.status();
   EXPECT_TRUE(r.plan->models[0].service.batcher.intra_op.has_value());
+
+  // auto (the default) is fixed for several models, adaptive for one.
+  std::vector<ServeFiles> two{Directory("minilm"), Directory("bge")};
+  for (ServeFiles& f : two) f.cpu_cores = 2;
+  r = Plan(ServeArgs{}, {.model_id = {"a/minilm", "b/bge"}}, two);
+  ASSERT_TRUE(r.plan.ok()) << r.plan.status();
+  for (const ServeConfig& c : r.plan->models) EXPECT_FALSE(c.service.batcher.intra_op.has_value());
+  r = Plan(ServeArgs{}, {.model_id = {"a/minilm"}}, {two[0]});
+  ASSERT_TRUE(r.plan.ok()) << r.plan.status();
+  EXPECT_TRUE(r.plan->models[0].service.batcher.intra_op.has_value());
 }
 
 TEST(ResolveServePlan, TheDeviceMemoryIsSharedByTheCalibratedModels) {

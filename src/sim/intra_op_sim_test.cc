@@ -6,19 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/toy_gpu_for_tests.h"
 #include "tokenbatch/sim/simulator.h"
 
 namespace tokenbatch::sim {
 namespace {
-
-// The toy GPU of gpu_model_test.cc: every estimate is computable by hand.
-GpuModel ToyGpu() {
-  ModelShape m{.name = "toy", .layers = 1, .hidden = 4, .heads = 2, .kv_heads = 2, .head_dim = 2,
-               .intermediate = 8, .vocab = 10, .mlp_matrices = 2, .dtype_bytes = 2};
-  return *GpuModel::Create(m, {"toy", 1e-6, 1e-3, 1'000'000},
-                           {.compute_efficiency = 1, .bandwidth_efficiency = 1, .launch_overhead_us_per_layer = 10,
-                            .reserved_bytes = 0});
-}
 
 SimOptions TwoCores(Duration hold, std::size_t clients = 0) {
   return {.workers = 2,

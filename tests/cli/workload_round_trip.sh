@@ -58,6 +58,25 @@ for path in sys.argv[1:3]:
         assert r["latency_ms"]["long"]["count"] + r["latency_ms"]["short"]["count"] == r["completed"], (path, r)
 PY
 
+# --intra-op adaptive: two one-core workers sharing --threads 2; every admitted
+# request answered once, the run's header says how the cores were shared.
+"$bin" bench --model "$model" --workload "$dir/w.jsonl" --policies ours-length-aware --no-progress \
+  --threads 2 --intra-op adaptive > "$dir/adaptive.md"
+grep -q "2 worker(s) of 1 or 2 thread(s) (intra-op adaptive)" "$dir/adaptive.md" ||
+  { echo "bench --intra-op adaptive: unexpected header"; cat "$dir/adaptive.md"; exit 1; }
+"$bin" bench --model "$model" --workload "$dir/w.jsonl" --policies ours-length-aware --no-progress --json \
+  --threads 2 --intra-op adaptive > "$dir/adaptive.json"
+python3 - "$dir/adaptive.json" <<'PY'
+import json, sys
+(r,) = json.load(open(sys.argv[1]))
+assert r["requests"] == 24 and r["completed"] == 24 and r["requests_lost"] == 0, r
+PY
+if "$bin" bench --model "$model" --workload "$dir/w.jsonl" --intra-op adaptive --threads 2 --workers 3 \
+  > "$dir/bad_workers.txt" 2>&1; then
+  echo "--intra-op adaptive with --workers 3 of 2 cores was accepted"; exit 1
+fi
+grep -q "one worker per core (2): drop --workers 3" "$dir/bad_workers.txt"
+
 # A limit above the model's is refused, naming both.
 if "$bin" simulate --calibration "$dir/cal.json" --max-input-tokens 600 --requests 4 > "$dir/bad.txt" 2>&1; then
   echo "--max-input-tokens 600 was accepted for a 512-position model"; exit 1

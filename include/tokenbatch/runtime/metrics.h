@@ -40,9 +40,13 @@ struct MetricsSnapshot {
   std::map<std::string, std::uint64_t> dispatch_reasons;
   std::uint64_t isolation_retries = 0;  // backend calls made to bisect a failed batch
   std::uint64_t oom_events = 0;         // backend calls that failed with OutOfMemory
-  // Each worker's learned batch latency (adaptive batching window), index =
-  // worker; all zeros until the worker has run a few batches.
+  // The learned batch latency (adaptive batching window): one per worker, or
+  // with BatcherOptions::intra_op one per forward width (narrow, then wide; see
+  // learned_latency_threads); all zeros until a few batches have run.
   std::vector<BatchLatencyModel> learned_latency;
+  // With intra_op: the threads of each learned_latency entry's forwards (1, then
+  // the cores); empty otherwise (the entries are the workers').
+  std::vector<int> learned_latency_threads;
 
   Histogram batch_size = Histogram::PowersOfTwo(1024);            // requests per batch
   Histogram batch_tokens = Histogram::PowersOfTwo(1 << 20);       // real tokens per batch

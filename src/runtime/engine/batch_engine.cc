@@ -266,6 +266,7 @@ MetricsSnapshot BatchEngineImpl::metrics() const {
   for (const OnlineLatencyFit& fit : latency_fits_) {
     s.learned_latency.push_back(fit.ready() ? fit.model() : BatchLatencyModel{});
   }
+  if (options_.intra_op) s.learned_latency_threads = {1, options_.intra_op->cores};
   return s;
 }
 
