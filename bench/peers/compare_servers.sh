@@ -13,7 +13,7 @@
 #   MIX: a generated mix of `tokenbatch simulate` (seed, all_short, long_tailed;
 #   default seed); env CONNECTIONS, RATES, DURATION, WARMUP, OUT, SERVERS
 #   ("tokenbatch infinity"), TOKENBATCH_FLAGS (more `serve` flags, e.g.
-#   "--batch-window fixed").
+#   "--batch-window fixed"), INFINITY_DTYPE (Infinity's --dtype, default float32).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${1:?usage: compare_servers.sh BUILD_DIR [MIX]}"
@@ -63,7 +63,7 @@ for server in $SERVERS; do
       url="http://127.0.0.1:$PORT_TB/v1/embeddings"
       ;;
     infinity)
-      bash bench/peers/run_infinity.sh --port "$PORT_INF" --no-check >/dev/null
+      bash bench/peers/run_infinity.sh --port "$PORT_INF" --dtype "${INFINITY_DTYPE:-float32}" --no-check >/dev/null
       server_pid=$(cat build/peers-cache/infinity.pid)
       url="http://127.0.0.1:$PORT_INF/embeddings"
       ;;

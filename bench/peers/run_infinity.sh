@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Starts Infinity's own server (infinity-emb, pinned in bench/peers/requirements.txt)
 # in the background on loopback, on the local sentence-transformers directory,
-# CPU, torch engine, float32, and its default batching (--batch-size left at its
+# CPU, torch engine, float32 (or --dtype), and its default batching (--batch-size left at its
 # default), offline (no model hub). Waits until /health answers, checks with
 # embed_parity.py that its embeddings equal sentence-transformers' (so it runs
 # the real weights), then prints the server's pid(s) on the last line.
 # Its OpenAI-compatible route is http://127.0.0.1:PORT/embeddings (no /v1 at
 # this version: the routes sit under --url-prefix, empty by default).
 # Stop it with: kill $(cat build/peers-cache/infinity.pid)
-# Usage: bash bench/peers/run_infinity.sh [--port 7997] [--model-dir DIR] [--served-model-name NAME] [--no-check]
+# Usage: bash bench/peers/run_infinity.sh [--port 7997] [--model-dir DIR] [--served-model-name NAME]
+#   [--dtype float32|bfloat16|int8] [--no-check]  (the parity check is float32's: pass --no-check with another dtype)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -16,11 +17,13 @@ PORT=7997
 MODEL_DIR="$PWD/build/cache/models/all-MiniLM-L6-v2"
 CHECK=1
 NAME=all-MiniLM-L6-v2
+DTYPE=float32
 while [ $# -gt 0 ]; do
   case "$1" in
     --port) PORT="$2"; shift 2 ;;
     --model-dir) MODEL_DIR="$(realpath "$2")"; shift 2 ;;
     --served-model-name) NAME="$2"; shift 2 ;;
+    --dtype) DTYPE="$2"; shift 2 ;;
     --no-check) CHECK=0; shift ;;
     *) echo "run_infinity: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -40,7 +43,7 @@ setsid "$VENV/bin/infinity_emb" v2 \
   --served-model-name "$NAME" \
   --engine torch \
   --device cpu \
-  --dtype float32 \
+  --dtype "$DTYPE" \
   --host 127.0.0.1 \
   --port "$PORT" \
   --log-level warning \
