@@ -2,8 +2,15 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#ifdef TOKENBATCH_HAVE_BACKEND
+#include "backend/blas_spin_wait.h"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef TOKENBATCH_HAVE_BACKEND
+  // Before any other thread exists (it sets an environment variable).
+  tokenbatch::backend::ShortenBlasSpinWait();
+#endif
   CLI::App app{"tokenbatch: token-budget micro-batching for embedding and prefill inference"};
   app.require_subcommand(1);
 #ifdef TOKENBATCH_HAVE_SERVER

@@ -1,0 +1,45 @@
+// How long OpenBLAS's idle threads busy-wait before they sleep.
+//
+// Debian's libtorch runs its matrix products in the system OpenBLAS (the
+// pthread build, libopenblas0-pthread), whose worker threads spin after each
+// product for THREAD_TIMEOUT: 2^28 CPU cycles by default, a tenth of a second
+// or more. On a machine whose cores the server's own forwards fill (one forward
+// per core under load, docs/benchmarks.md "Load-adaptive intra-op parallelism"),
+// a pool thread still spinning after a wide forward takes a core from a narrow
+// one, and how often that happens changes from one run to the next: the swing
+// in CPU per token between identical rounds that docs/benchmarks.md measures
+// ("Spin-waiting thread pools"). 2^20 cycles keeps the pool awake between the
+// products of one forward and lets it sleep soon after the forward ends.
+//
+// OpenBLAS reads the timeout only from the environment
+// (OPENBLAS_THREAD_TIMEOUT, an exponent: 2^n cycles, clamped to 4..30; see
+// OpenBLAS's USAGE.md and driver/others/blas_server.c) when its thread pool
+// starts, so ShortenBlasSpinWait sets the variable and restarts the pool, the
+// same shutdown and start OpenBLAS itself runs around fork().
+//
+// No libtorch and no OpenBLAS headers: the functions are looked up at run time
+// (dlsym), so a libtorch on another BLAS (the PyPI wheel's MKL) is left alone.
+#pragma once
+
+namespace tokenbatch::backend {
+
+// The exponent ShortenBlasSpinWait sets: idle OpenBLAS threads spin for 2^20
+// CPU cycles before they sleep.
+inline constexpr int kBlasThreadTimeoutExponent = 20;
+
+enum class BlasSpinWait {
+  kShortened,   // OPENBLAS_THREAD_TIMEOUT set to kBlasThreadTimeoutExponent, the pool restarted
+  kAlreadySet,  // OPENBLAS_THREAD_TIMEOUT was in the environment (the user's, or an earlier call's): kept
+  kNoOpenBlas,  // the process has no OpenBLAS thread pool to configure
+};
+
+// Shortens OpenBLAS's spin-wait unless OPENBLAS_THREAD_TIMEOUT is already set.
+// Call it once, early, while the process has a single thread: it changes the
+// environment (setenv is not safe against concurrent getenv) and restarts
+// OpenBLAS's threads, so no BLAS call may be running. The command line calls it
+// first thing in main(). Blocks for the pool's restart (thread joins and
+// creations, well under a millisecond). Never fails: without OpenBLAS it does
+// nothing.
+BlasSpinWait ShortenBlasSpinWait();
+
+}  // namespace tokenbatch::backend
