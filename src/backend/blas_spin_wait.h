@@ -3,13 +3,13 @@
 // Debian's libtorch runs its matrix products in the system OpenBLAS (the
 // pthread build, libopenblas0-pthread), whose worker threads spin after each
 // product for THREAD_TIMEOUT: 2^28 CPU cycles by default, a tenth of a second
-// or more. On a machine whose cores the server's own forwards fill (one forward
-// per core under load, docs/benchmarks.md "Load-adaptive intra-op parallelism"),
-// a pool thread still spinning after a wide forward takes a core from a narrow
-// one, and how often that happens changes from one run to the next: the swing
-// in CPU per token between identical rounds that docs/benchmarks.md measures
-// ("Spin-waiting thread pools"). 2^20 cycles keeps the pool awake between the
-// products of one forward and lets it sleep soon after the forward ends.
+// or more. An idle or lightly loaded server then burns a core after every
+// forward for nothing, and under load (one forward per core,
+// docs/benchmarks.md "Load-adaptive intra-op parallelism") a pool thread still
+// spinning after a wide forward can take a core from a narrow one
+// (docs/benchmarks.md "Spin-waiting thread pools" measures both). 2^20 cycles
+// keeps the pool awake between the products of one forward and lets it sleep
+// soon after the forward ends.
 //
 // OpenBLAS reads the timeout only from the environment
 // (OPENBLAS_THREAD_TIMEOUT, an exponent: 2^n cycles, clamped to 4..30; see
