@@ -31,6 +31,7 @@ Usage (from the repository root, with the peers' environment):
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -78,12 +79,16 @@ def main():
     parser.add_argument("--tokenbatch", required=True, help="the tokenbatch binary")
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--workload", required=True, help="a saved workload (simulate --save-workload)")
-    parser.add_argument("--max-positions", type=int, default=256,
-                        help="truncate each text to this many tokens (the model's max_seq_length)")
+    parser.add_argument("--max-positions", type=int,
+                        help="truncate each text to this many tokens (default: the model directory's "
+                             "max_seq_length, from sentence_bert_config.json)")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--gflop", type=float, default=300.0, help="GFLOP per gemm round")
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
+    if args.max_positions is None:
+        with open(os.path.join(args.model_dir, "sentence_bert_config.json")) as config:
+            args.max_positions = json.load(config)["max_seq_length"]
 
     rounds = []
     for r in range(args.rounds):

@@ -27,6 +27,7 @@ namespace tokenbatch::backend {
 // CPU cycles before they sleep.
 inline constexpr int kBlasThreadTimeoutExponent = 20;
 
+// What ShortenBlasSpinWait did, for callers and tests that want to know.
 enum class BlasSpinWait {
   kShortened,   // OPENBLAS_THREAD_TIMEOUT set to kBlasThreadTimeoutExponent, the pool restarted
   kAlreadySet,  // OPENBLAS_THREAD_TIMEOUT was in the environment (the user's, or an earlier call's): kept
@@ -37,9 +38,8 @@ enum class BlasSpinWait {
 // Call it once, early, while the process has a single thread: it changes the
 // environment (setenv is not safe against concurrent getenv) and restarts
 // OpenBLAS's threads, so no BLAS call may be running. The command line calls it
-// first thing in main(). Blocks for the pool's restart (thread joins and
-// creations, well under a millisecond). Never fails: without OpenBLAS it does
-// nothing.
+// first thing in main(). Blocks while OpenBLAS joins its threads and starts
+// new ones. Never fails: without OpenBLAS it does nothing.
 BlasSpinWait ShortenBlasSpinWait();
 
 }  // namespace tokenbatch::backend
