@@ -1,6 +1,7 @@
 // HfEncoder's int8 mode: the transformer's linear layers quantized after load,
-// and the quality of the outputs measured against the float32 weights' on probe
-// inputs (see hf_encoder.h).
+// calibrated on probe inputs (the input features each layer keeps in float32,
+// see linear.h), and the quality of the outputs measured against the float32
+// weights' on the same probe (see hf_encoder.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,12 @@
 
 namespace tokenbatch::hf {
 namespace {
+
+// Input features per linear layer kept in float32 (linear.h): all-MiniLM-L6-v2's
+// activations have a few outlier features per layer, and its held-out quality
+// (src/hf/low_precision_test.cc) is about the same for 2 to 8 of them, at a
+// cost per call that grows with their number.
+constexpr std::int64_t kFloatFeaturesPerLayer = 4;
 
 // Inputs of 4 to 128 tokens whose ids a fixed linear congruential sequence draws
 // from the vocabulary above its first 1,000 rows (where tokenizers keep their
@@ -49,11 +56,14 @@ absl::Status HfEncoder::QuantizeInt8() {
   if (!engine.ok()) return engine.status();
   const std::vector<EmbeddingInput> probe =
       ProbeInputs(impl_->model.config.vocab_size, impl_->model.max_seq_length);
-  // The float32 outputs to compare with.
+  // The float32 outputs to compare with, and each layer's input range.
+  const std::vector<Linear*> linears = impl_->transformer->linears();
+  for (Linear* l : linears) l->ObserveInputRange(true);
   absl::StatusOr<std::vector<backend::Embedding>> before = Embed(probe);
+  for (Linear* l : linears) l->ObserveInputRange(false);
   if (!before.ok()) return WithMessagePrefix(before.status(), "float32 probe: ");
-  for (Linear* l : impl_->transformer->linears()) {
-    if (absl::Status s = l->QuantizeInt8(); !s.ok()) return s;
+  for (Linear* l : linears) {
+    if (absl::Status s = l->QuantizeInt8(kFloatFeaturesPerLayer); !s.ok()) return s;
   }
   absl::StatusOr<std::vector<backend::Embedding>> after = Embed(probe);
   if (!after.ok()) return WithMessagePrefix(after.status(), absl::StrCat("int8 probe (", *engine, " engine): "));

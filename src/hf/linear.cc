@@ -41,30 +41,65 @@ absl::StatusOr<std::string> UseInt8Engine() {
   return chosen;
 }
 
-absl::Status Linear::QuantizeInt8() {
+absl::Status Linear::QuantizeInt8(std::int64_t float_features) {
   if (weight_.scalar_type() != at::kFloat || !weight_.device().is_cpu()) {
     return InvalidArgumentError("int8 quantization needs float32 weights on the CPU");
   }
   return backend::Guard("quantizing a linear layer to int8", [&] {
+    at::Tensor weight = weight_;
+    const std::int64_t k = std::min<std::int64_t>(float_features, weight_.size(1));
+    if (observed_range_.defined() && k > 0) {
+      float_features_ = std::get<0>(std::get<1>(observed_range_.topk(k)).sort()).contiguous();
+      float_weight_t_ = weight_.index_select(1, float_features_).t().contiguous();
+      // Their columns are zero in the int8 weights, which also keeps them out
+      // of each output channel's scale.
+      weight = weight_.index_fill(1, float_features_, 0.0);
+    }
     // Symmetric per output channel, the scale of each row its largest |w| / 127.
-    const at::Tensor scales = (weight_.abs().amax(1) / 127.0).clamp_min(1e-12).to(at::kDouble);
-    const at::Tensor zeros = at::zeros({weight_.size(0)}, at::TensorOptions().dtype(at::kLong));
-    const at::Tensor q = at::quantize_per_channel(weight_, scales, zeros, 0, at::kQInt8);
+    const at::Tensor scales = (weight.abs().amax(1) / 127.0).clamp_min(1e-12).to(at::kDouble);
+    const at::Tensor zeros = at::zeros({weight.size(0)}, at::TensorOptions().dtype(at::kLong));
+    const at::Tensor q = at::quantize_per_channel(weight, scales, zeros, 0, at::kQInt8);
     torch::jit::Stack stack{q, bias_.defined() ? c10::IValue(bias_) : c10::IValue()};
     Operator("quantized::linear_prepack").callBoxed(&stack);
     packed_ = stack.at(0);
     reduce_range_ = at::globalContext().qEngine() != at::QEngine::ONEDNN;
     weight_ = at::Tensor();
     bias_ = at::Tensor();
+    observed_range_ = at::Tensor();
+    observing_ = false;
   });
 }
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (observing_) {
+    const at::Tensor range = x.detach().abs().reshape({-1, x.size(-1)}).amax(0).to(at::kFloat);
+    observed_range_ = observed_range_.defined() ? at::maximum(observed_range_, range) : range;
+  }
   if (!quantized()) return at::linear(x, weight_, bias_);
   static const c10::OperatorHandle dynamic = Operator("quantized::linear_dynamic");
-  torch::jit::Stack stack{x.contiguous(), packed_, c10::IValue(reduce_range_)};
-  dynamic.callBoxed(&stack);
-  return stack.at(0).toTensor();
+  const at::Tensor input = x.contiguous();
+  if (!float_features_.defined()) {
+    torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
+    dynamic.callBoxed(&stack);
+    return stack.at(0).toTensor();
+  }
+  // The kept features are zeroed in place for the int8 product and put back
+  // after it (a copy of the whole input would cost a good part of the
+  // product's own time), then added as a float product of rank k.
+  const at::Tensor kept = input.index_select(-1, float_features_);
+  input.index_fill_(-1, float_features_, 0.0);
+  at::Tensor y;
+  try {
+    torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
+    dynamic.callBoxed(&stack);
+    y = stack.at(0).toTensor();
+  } catch (...) {
+    input.index_copy_(-1, float_features_, kept);
+    throw;
+  }
+  input.index_copy_(-1, float_features_, kept);
+  y.view({-1, y.size(-1)}).addmm_(kept.reshape({-1, kept.size(-1)}), float_weight_t_);
+  return y;
 }
 
 }  // namespace tokenbatch::hf

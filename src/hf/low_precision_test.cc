@@ -95,12 +95,11 @@ TEST_F(LowPrecisionTest, Bfloat16KeepsEveryTextWithinCosine0999) {
   EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.999);
 }
 
-// The goal of cosine 0.99 for every text is missed on a few texts, met on the
-// mean (docs/benchmarks.md, "Low precision"): per-tensor int8 activations lose
-// MiniLM's outlier features. These bounds, below the values measured on
-// Debian's libtorch and on the PyPI wheel's alike, catch a regression (7-bit
-// activations, FBGEMM's reduce_range, fall far below them).
-TEST_F(LowPrecisionTest, Int8StaysWithinItsMeasuredBounds) {
+// The goal: cosine 0.99 for every text (issue #41). The bound on the mean,
+// below the values measured on Debian's libtorch and on the PyPI wheel's alike,
+// catches a regression that stays above the goal (keeping no feature in
+// float32, or 7-bit activations, FBGEMM's reduce_range, fall below both).
+TEST_F(LowPrecisionTest, Int8KeepsEveryTextWithinCosine099) {
   backend::EncoderInfo info;
   const std::vector<double> c =
       Cosines(*reference_, Embed({.model_dir = kMiniLm, .num_threads = 2, .quantize = Quantization::kInt8}, *texts_,
@@ -109,10 +108,12 @@ TEST_F(LowPrecisionTest, Int8StaysWithinItsMeasuredBounds) {
   const double mean = std::accumulate(c.begin(), c.end(), 0.0) / static_cast<double>(c.size());
   std::printf("int8 against float32 on %zu texts: min cosine %.6f, mean %.6f\n", c.size(),
               *std::min_element(c.begin(), c.end()), mean);
-  EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.97);
-  EXPECT_GE(mean, 0.985);
+  EXPECT_GE(*std::min_element(c.begin(), c.end()), 0.99);
+  EXPECT_GE(mean, 0.996);
   EXPECT_EQ(info.quantization, "int8");
   ASSERT_TRUE(info.quantization_quality.has_value());
+  std::printf("int8 against float32 on the load probe (its calibration inputs): min cosine %.6f\n",
+              info.quantization_quality->min_cosine);
   EXPECT_EQ(info.quantization_quality->probe_inputs, 16);
   EXPECT_GT(info.quantization_quality->min_cosine, 0.9);
   EXPECT_LT(info.quantization_quality->min_cosine, 1.0);  // it was measured, not assumed

@@ -65,8 +65,9 @@ inline constexpr EnumNames<AttentionImplementation, 3> kAttentionImplementationN
 }
 
 // Whether the encoder layers' linear layers run in int8 (dynamic quantization:
-// int8 weights per output channel, activations quantized per call; hf/linear.h).
-// Needs float32 weights on the CPU. Infinity's --dtype int8 does the same.
+// int8 weights per output channel, activations quantized per call, each layer's
+// few outlier input features kept in float32; hf/linear.h). Needs float32
+// weights on the CPU. Infinity's --dtype int8 quantizes the same layers.
 enum class Quantization { kNone, kInt8 };
 inline constexpr EnumNames<Quantization, 2> kQuantizationNames{
     "quantization", {{{Quantization::kNone, "none"}, {Quantization::kInt8, "int8"}}}, '"'};
@@ -88,8 +89,9 @@ struct HfEncoderOptions {
   // CUDA only, > 0: the most bytes the caching allocator may hold on the device,
   // so that batches beyond it fail with a real CUDA OOM as on a smaller GPU.
   int64_t cuda_memory_limit_bytes = 0;
-  // kInt8: after loading, the encoder layers' linear layers are quantized, and
-  // the outputs on probe inputs are compared with the float32 ones
+  // kInt8: after loading, the encoder layers' linear layers are quantized
+  // (calibrated on probe inputs: the features each keeps in float32), and the
+  // outputs on the same probe inputs are compared with the float32 ones
   // (EncoderInfo::quantization_quality).
   Quantization quantize = Quantization::kNone;
 };
