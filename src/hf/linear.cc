@@ -84,12 +84,12 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
     return stack.at(0).toTensor();
   }
   // The kept features are zeroed in place for the int8 product and put back
-  // after it (a copy of the whole input would cost a good part of the
-  // product's own time), then added as a float product of rank k.
+  // after it (so the input is not copied whole), then added as a float product
+  // of rank k.
   const at::Tensor kept = input.index_select(-1, float_features_);
-  input.index_fill_(-1, float_features_, 0.0);
   at::Tensor y;
   try {
+    input.index_fill_(-1, float_features_, 0.0);
     torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
     dynamic.callBoxed(&stack);
     y = stack.at(0).toTensor();

@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <string>
 
 namespace tokenbatch::hf {
 namespace {
@@ -79,13 +82,15 @@ TEST_F(LinearInt8Test, TheSplitTakesAnyLeadingShapeAndStrides) {
   (void)layer(Activations(1));
   layer.ObserveInputRange(false);
   ASSERT_TRUE(layer.QuantizeInt8(4).ok());
+  // As in a forward: the activations are inference tensors, changed in place.
+  c10::InferenceMode guard;
   const at::Tensor x = Activations(3);
   const at::Tensor before = x.clone();
   const at::Tensor flat = layer(x);
-  EXPECT_TRUE(at::equal(x, before));  // the kept features, zeroed during the call, are back
   // [2, 20, in], and the same values through a transposed (non-contiguous) view.
   const at::Tensor batched = layer(x.view({2, kRows / 2, kIn}));
   const at::Tensor strided = layer(x.t().contiguous().t());
+  EXPECT_TRUE(at::equal(x, before));  // the kept features, zeroed during each call, are back
   ASSERT_EQ(batched.sizes(), (at::IntArrayRef{2, kRows / 2, kOut}));
   EXPECT_TRUE(at::allclose(batched.view({kRows, kOut}), flat, 1e-5, 1e-4));
   EXPECT_TRUE(at::allclose(strided, flat, 1e-5, 1e-4));

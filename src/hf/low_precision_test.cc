@@ -112,7 +112,7 @@ TEST_F(LowPrecisionTest, Int8KeepsEveryTextWithinCosine099) {
   EXPECT_GE(mean, 0.996);
   EXPECT_EQ(info.quantization, "int8");
   ASSERT_TRUE(info.quantization_quality.has_value());
-  std::printf("int8 against float32 on the load probe (its calibration inputs): min cosine %.6f\n",
+  std::printf("int8 against float32 on the load probe: min cosine %.6f\n",
               info.quantization_quality->min_cosine);
   EXPECT_EQ(info.quantization_quality->probe_inputs, 16);
   EXPECT_GT(info.quantization_quality->min_cosine, 0.9);

@@ -95,7 +95,9 @@ class Transformer {
  public:
   virtual ~Transformer() = default;
   // The last hidden state (see the header comment). Thread-safe (weights are
-  // read only); throws c10::Error / std::bad_alloc on failure.
+  // read only); throws c10::Error / std::bad_alloc on failure. An int8 Linear
+  // changes its input during the call and restores it (linear.h), so a forward
+  // must not run two Linears on one tensor at the same time.
   [[nodiscard]] virtual at::Tensor Forward(const TokenBatch& batch) const = 0;
   // The token embedding table [vocab_size, H], which a masked-LM head's decoder
   // shares when its weights are tied; undefined where the architecture does not

@@ -75,8 +75,9 @@ struct ClassifierInfo {
 // measured when it loads (hf::HfEncoder, --quantize): over `probe_inputs`
 // inputs, the lowest cosine similarity of an input's output (an embedding,
 // logits or sparse weights) to the float32 one, and the largest absolute
-// difference of one value. The probe inputs also calibrate the quantization, so
-// held-out texts can agree less (docs/benchmarks.md, "Low precision on the CPU").
+// difference of one value. The probe is not the one the quantization is
+// calibrated on; real texts can still agree less (docs/benchmarks.md, "Low
+// precision on the CPU").
 struct QuantizationQuality {
   int probe_inputs = 0;
   double min_cosine = 1;

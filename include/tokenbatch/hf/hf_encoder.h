@@ -91,7 +91,7 @@ struct HfEncoderOptions {
   int64_t cuda_memory_limit_bytes = 0;
   // kInt8: after loading, the encoder layers' linear layers are quantized
   // (calibrated on probe inputs: the features each keeps in float32), and the
-  // outputs on the same probe inputs are compared with the float32 ones
+  // outputs on other probe inputs are compared with the float32 ones
   // (EncoderInfo::quantization_quality).
   Quantization quantize = Quantization::kNone;
 };
