@@ -76,13 +76,8 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
     observed_range_ = observed_range_.defined() ? at::maximum(observed_range_, range) : range;
   }
   if (!quantized()) return at::linear(x, weight_, bias_);
-  static const c10::OperatorHandle dynamic = Operator("quantized::linear_dynamic");
   const at::Tensor input = x.contiguous();
-  if (!float_features_.defined()) {
-    torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
-    dynamic.callBoxed(&stack);
-    return stack.at(0).toTensor();
-  }
+  if (!float_features_.defined()) return Int8Product(input);
   // The kept features are zeroed in place for the int8 product and put back
   // after it (so the input is not copied whole), then added as a float product
   // of rank k.
@@ -90,9 +85,7 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   at::Tensor y;
   try {
     input.index_fill_(-1, float_features_, 0.0);
-    torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
-    dynamic.callBoxed(&stack);
-    y = stack.at(0).toTensor();
+    y = Int8Product(input);
   } catch (...) {
     input.index_copy_(-1, float_features_, kept);
     throw;
@@ -100,6 +93,13 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   input.index_copy_(-1, float_features_, kept);
   y.view({-1, y.size(-1)}).addmm_(kept.reshape({-1, kept.size(-1)}), float_weight_t_);
   return y;
+}
+
+at::Tensor Linear::Int8Product(const at::Tensor& input) const {
+  static const c10::OperatorHandle dynamic = Operator("quantized::linear_dynamic");
+  torch::jit::Stack stack{input, packed_, c10::IValue(reduce_range_)};
+  dynamic.callBoxed(&stack);
+  return stack.at(0).toTensor();
 }
 
 }  // namespace tokenbatch::hf

@@ -65,6 +65,10 @@ class Linear {
   [[nodiscard]] const at::Tensor& weight() const { return weight_; }
 
  private:
+  // quantized::linear_dynamic on the packed weights: contiguous float32
+  // [..., in] -> [..., out]. Throws c10::Error.
+  [[nodiscard]] at::Tensor Int8Product(const at::Tensor& input) const;
+
   at::Tensor weight_, bias_;
   c10::IValue packed_;         // the engine's packed int8 weights (and bias)
   bool reduce_range_ = false;  // quantize activations to 7 bits (FBGEMM without VNNI saturates at 8)

@@ -32,6 +32,13 @@ Linear Layer(at::Tensor* weight, at::Tensor* bias) {
   return Linear(*weight, *bias);
 }
 
+// `layer` after a call on Activations(1) while observing: its calibration.
+void Calibrate(Linear& layer) {
+  layer.ObserveInputRange(true);
+  (void)layer(Activations(1));
+  layer.ObserveInputRange(false);
+}
+
 double RelativeError(const at::Tensor& got, const at::Tensor& want) {
   return (got - want).norm().item<double>() / want.norm().item<double>();
 }
@@ -56,9 +63,7 @@ TEST_F(LinearInt8Test, KeepingTheOutlierFeatureInFloatRestoresTheOtherFeatures) 
   Linear plain = Layer(&w, &b);
   ASSERT_TRUE(plain.QuantizeInt8(1).ok());  // nothing observed: no feature kept in float32
   Linear split = Layer(&w, &b);
-  split.ObserveInputRange(true);
-  (void)split(Activations(1));  // calibration
-  split.ObserveInputRange(false);
+  Calibrate(split);
   ASSERT_TRUE(split.QuantizeInt8(1).ok());
   ASSERT_TRUE(plain.quantized() && split.quantized());
 
@@ -78,9 +83,7 @@ TEST_F(LinearInt8Test, KeepingTheOutlierFeatureInFloatRestoresTheOtherFeatures) 
 TEST_F(LinearInt8Test, TheSplitTakesAnyLeadingShapeAndStrides) {
   at::Tensor w, b;
   Linear layer = Layer(&w, &b);
-  layer.ObserveInputRange(true);
-  (void)layer(Activations(1));
-  layer.ObserveInputRange(false);
+  Calibrate(layer);
   ASSERT_TRUE(layer.QuantizeInt8(4).ok());
   // As in a forward: the activations are inference tensors, changed in place.
   c10::InferenceMode guard;
