@@ -60,7 +60,9 @@ class Scheduler:
         ``"list"`` (the windows' results), or ``f(parts, windows)``.
     packing: ``"length_aware"`` (similar lengths together), ``"fifo"`` or ``"bucketed"``.
     batch_window: ``"adaptive"`` (wait only while waiting pays, learned from the
-        worker's batch times, at most max_wait) or ``"fixed"`` (always max_wait).
+        worker's batch times and when answered callers submit again, at most
+        max_wait, for those returns after their answer) or ``"fixed"`` (always
+        max_wait).
     max_queue_size, max_queued_tokens: queue limits (inputs, tokens); beyond
         them submit raises Overloaded with retry_after. 0 = unlimited.
     out_of_memory: exception classes that mean out of memory (default

@@ -152,8 +152,9 @@ void AddServeCommand(CLI::App& app) {
             std::to_string(args->max_batch_requests), "MAX_BATCH_REQUESTS");
   opt("--max-wait-ms", args->max_wait_ms, "longest wait for a batch to fill, ms");
   opt("--batch-window", args->batch_window,
-      "adaptive: a batch that is not full waits for company only while the arrivals expected gain more than "
-      "the queued inputs lose, from each worker's batch run times learned online, and at most --max-wait-ms; "
+      "adaptive: a batch that is not full waits for company only while the arrivals expected (at the recent "
+      "rate, and the returns of clients just answered) gain more than the queued inputs lose, from each "
+      "worker's batch run times learned online, and at most --max-wait-ms (for returns, after their answer); "
       "fixed: it always waits --max-wait-ms")
       ->check(NamesValidator(kBatchWindowNames));
   model_opt("--cost-model", per_model->cost_model, "sum, padded, or memory (needs --calibration)",

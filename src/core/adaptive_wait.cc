@@ -67,4 +67,16 @@ HoldDecision DecideHold(const BatchLatencyModel& model, const ArrivalRate& rate,
   return d;
 }
 
+HoldDecision DecideReturnHold(const BatchLatencyModel& model, double expected_returns, TimePoint expected_by,
+                              std::int64_t size, TimePoint now, TimePoint latest) {
+  HoldDecision d;
+  if (size < 1 || !(expected_returns > 0) || expected_by <= now || latest <= now) return d;
+  const double wait_us = ArrivalRate::ToUs(std::min(expected_by, latest) - now);
+  if (!(expected_returns * model.fixed_us > static_cast<double>(size) * wait_us)) return d;
+  d.hold = true;
+  d.until = std::min(expected_by, latest);
+  d.awaited_arrivals = std::max<std::int64_t>(1, std::llround(expected_returns));
+  return d;
+}
+
 }  // namespace tokenbatch::internal

@@ -22,11 +22,30 @@
 // backend whose run time is mostly per batch (a GPU at small batches) it waits
 // while company is arriving fast enough to share that time.
 //
-// Limits of the rule: it assumes a request arriving after the dispatch queues
+// Clients that come back as soon as they are answered (closed-loop: a
+// connection that sends its next request on each reply) arrive in a burst a
+// round trip after each batch finishes, and the rate sees that burst only once
+// it began. AnsweredReturns (src/core/answered_returns.h) learns what fraction of
+// an answer's requests return and how long after; with m returns still expected
+// by `by`, waiting dt = by - now pays iff
+//   m·a > n·dt.
+// The joiners' compute drops out here: a closed-loop client sends its next
+// request only after its answer, so the worker, busy with this batch or with
+// the returns' own batch next, spends that compute either way. Joining saves
+// the second batch's fixed part a, which each of the m returns would wait
+// through (and all later work with them); the n queued requests wait dt. This
+// rule is asked when the rate rule does not
+// hold, and also once the anchor has waited max_wait: the returns of a batch
+// answered after the anchor arrived may be waited for until that answer's
+// max_wait, so a hold can end after the anchor's own max_wait, never more than
+// max_wait after the latest answer. The hold ends early once the awaited
+// arrivals came (HoldDecision::awaited_arrivals).
+//
+// Limits of the rules: they assume a request arriving after the dispatch queues
 // behind this batch; with several workers and one idle, it would not, and the
-// hold is worth less than the rule says. It weighs only the held batch and its
+// hold is worth less than they say. They weigh only the held batch and its
 // joiners, not the requests that will queue behind a separate batch while the
-// worker is saturated, nor clients that come back as soon as they are answered.
+// worker is saturated.
 //
 // Internal to the core; plain values, no clock, not thread-safe.
 #pragma once
@@ -71,9 +90,12 @@ struct HoldDecision {
   // When hold: re-decide at this time at the latest: the end of the window the
   // rule allows after the last arrival, and never after `latest`.
   TimePoint until{};
-  // When hold: the window's arrival rate it was decided with, per µs (for the
-  // arrivals' wake rule, AdaptiveHold).
+  // When hold by the rate rule: the window's arrival rate it was decided with,
+  // per µs (for the arrivals' wake rule, AdaptiveHold); 0 for a returns hold.
   double rate_per_us = 0;
+  // When hold by the returns rule: the arrivals that end it early (the expected
+  // returns, rounded, >= 1); 0 for a rate hold.
+  std::int64_t awaited_arrivals = 0;
 };
 
 // Whether `model` can be used: both terms finite and >= 0. The Scheduler treats
@@ -85,5 +107,13 @@ struct HoldDecision {
 // anchor's arrival + max_wait, > now).
 [[nodiscard]] HoldDecision DecideHold(const BatchLatencyModel& model, const ArrivalRate& rate, std::int64_t size,
                                       std::int64_t cost, TimePoint now, TimePoint latest);
+
+// The returns rule of the overview: `expected_returns` (> 0) returns of
+// answered clients expected by `expected_by`, for a batch of `size` requests at
+// `now`, with `model` usable; `latest` bounds the hold. No hold when the returns
+// are overdue (expected_by <= now) or latest <= now.
+[[nodiscard]] HoldDecision DecideReturnHold(const BatchLatencyModel& model, double expected_returns,
+                                            TimePoint expected_by, std::int64_t size, TimePoint now,
+                                            TimePoint latest);
 
 }  // namespace tokenbatch::internal

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/adaptive_wait.h"
+#include "core/answered_returns.h"
 #include "core/packing.h"
 #include "core/request_queue.h"
 #include "tokenbatch/core/admission.h"
@@ -19,7 +20,8 @@ struct Scheduler::State {
         queue(o.bucket_bounds, o.policy == PackingPolicy::kBucketed,
               o.policy == PackingPolicy::kLengthAware ? o.anchor_slack_per_token : Duration::zero()),
         last_budget(o.max_batch_tokens),
-        arrivals(o.arrival_rate_window) {}
+        arrivals(o.arrival_rate_window),
+        returns(o.max_wait) {}
 
   const SchedulerOptions options;
   const std::int64_t max_input_tokens;
@@ -28,6 +30,8 @@ struct Scheduler::State {
   std::int64_t last_budget;
   // adaptive_wait: the arrivals' rate, fed by Enqueue and Admit.
   internal::ArrivalRate arrivals;
+  // adaptive_wait: the answered clients' returns, fed by OnAnswered and arrivals.
+  internal::AnsweredReturns returns;
   // The adaptive window's hold decided by the latest Next(), if it held one:
   // the arrivals that may end it wake the worker.
   std::optional<AdaptiveHold> hold;
@@ -85,7 +89,10 @@ absl::Status Scheduler::CheckAdmissible(const RequestSpec& spec) const {
 absl::Status Scheduler::Admit(const RequestSpec& spec) {
   if (absl::Status ok = CheckAdmissible(spec); !ok.ok()) return ok;
   if (absl::Status added = state_->queue.Add(spec); !added.ok()) return added;
-  if (state_->options.adaptive_wait) state_->arrivals.OnArrival(spec.arrival);
+  if (state_->options.adaptive_wait) {
+    state_->arrivals.OnArrival(spec.arrival);
+    state_->returns.OnArrival(spec.arrival);
+  }
   return absl::OkStatus();
 }
 
@@ -101,7 +108,10 @@ absl::StatusOr<EnqueueOutcome> Scheduler::Enqueue(const RequestSpec& spec) {
                           spec.arrival < s.queue.TopLevel()->oldest().first.arrival;
   const auto old_deadline = s.queue.EarliestDeadline();
   if (absl::Status added = s.queue.Add(spec); !added.ok()) return added;
-  if (o.adaptive_wait) s.arrivals.OnArrival(spec.arrival);
+  if (o.adaptive_wait) {
+    s.arrivals.OnArrival(spec.arrival);
+    s.returns.OnArrival(spec.arrival);
+  }
 
   EnqueueOutcome out;
   const bool earlier_deadline = spec.deadline && (!old_deadline || *spec.deadline < *old_deadline);
@@ -133,6 +143,10 @@ ArrivalWakeRule Scheduler::WakeRuleForArrivals() const {
       level.oldest().first.arrival};
   return ArrivalWakeRule(&o.cost_model, top, o.max_batch_size,
                          o.early_dispatch_fraction * static_cast<double>(s.last_budget), s.hold);
+}
+
+void Scheduler::OnAnswered(TimePoint now, std::int64_t count) {
+  if (state_->options.adaptive_wait) state_->returns.OnAnswered(now, count);
 }
 
 bool Scheduler::Remove(RequestId id) { return state_->queue.Remove(id).has_value(); }
@@ -183,11 +197,24 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
   if (reason == DispatchReason::kNone && now >= anchor_due) reason = DispatchReason::kMaxWait;
   if (reason == DispatchReason::kNone && context.drain) reason = DispatchReason::kDrain;
   std::optional<internal::HoldDecision> hold;
-  if (reason == DispatchReason::kNone && o.adaptive_wait && context.latency_model != nullptr &&
-      internal::UsableModel(*context.latency_model)) {
-    hold = internal::DecideHold(*context.latency_model, s.arrivals, static_cast<std::int64_t>(pack.ids.size()),
-                                pack.cost, now, anchor_due);
-    if (!hold->hold) reason = DispatchReason::kNoGainInWaiting;
+  if ((reason == DispatchReason::kNone || reason == DispatchReason::kMaxWait) && o.adaptive_wait &&
+      context.latency_model != nullptr && internal::UsableModel(*context.latency_model)) {
+    const BatchLatencyModel& model = *context.latency_model;
+    const auto size = static_cast<std::int64_t>(pack.ids.size());
+    // The rate rule only within max_wait; the returns rule also past it, until
+    // the latest answer's max_wait (src/core/adaptive_wait.h).
+    if (reason == DispatchReason::kNone) hold = internal::DecideHold(model, s.arrivals, size, pack.cost, now, anchor_due);
+    if (!hold || !hold->hold) {
+      if (const auto expected = s.returns.ExpectedAt(now)) {
+        const TimePoint latest = std::max(anchor_due, SaturatingAdd(expected->answered, o.max_wait));
+        hold = internal::DecideReturnHold(model, expected->requests, expected->by, size, now, latest);
+      }
+    }
+    if (hold && hold->hold) {
+      reason = DispatchReason::kNone;
+    } else if (reason == DispatchReason::kNone) {
+      reason = DispatchReason::kNoGainInWaiting;
+    }
   }
   if (reason == DispatchReason::kNone && o.policy == PackingPolicy::kBucketed) {
     // The anchor's bucket waits for company; a full batch of another bucket may go.
@@ -215,7 +242,8 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
                             static_cast<std::int64_t>(pack.ids.size()),
                             pack.cost,
                             level_size,
-                            o.cost_model.Cost(BatchShape{level_size, level->max_tokens(), level->sum_tokens})};
+                            o.cost_model.Cost(BatchShape{level_size, level->max_tokens(), level->sum_tokens}),
+                            hold->awaited_arrivals};
     }
   } else {
     for (RequestId id : pack.ids) s.queue.Remove(id);

@@ -15,6 +15,7 @@
 #include "hf/hf_encoder_impl.h"
 #include "hf/weights.h"
 #include "tokenbatch/core/errors.h"
+#include "tokenbatch/hf/cpu_low_precision.h"
 
 namespace tokenbatch::hf {
 
@@ -179,6 +180,13 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
   impl->peak = backend::DevicePeakMemory(impl->device);
   if (options.quantize == Quantization::kInt8 && (impl->dtype != at::kFloat || !impl->device.is_cpu())) {
     return InvalidArgumentError("int8 quantization runs float32 weights on the CPU: --dtype float32 --device cpu");
+  }
+  if (impl->device.is_cpu()) {
+    if (absl::Status s = CheckCpuLowPrecision(impl->dtype == at::kBFloat16, options.quantize == Quantization::kInt8,
+                                              DetectCpuLowPrecision());
+        !s.ok()) {
+      return s;
+    }
   }
   if (options.cuda_memory_limit_bytes > 0) {
     if (absl::Status s = backend::LimitCudaMemory(impl->device, options.cuda_memory_limit_bytes); !s.ok()) return s;

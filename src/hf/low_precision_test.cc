@@ -1,6 +1,8 @@
 // bfloat16 and int8 against float32 on the real all-MiniLM-L6-v2, per text, on
 // real texts (the tokenizer tests' corpus, none of which the int8 load probe
-// sees): the quality bounds docs/benchmarks.md reports, checked on every run.
+// sees): the quality bounds docs/benchmarks.md reports, checked on every run
+// on a CPU with the instructions each mode needs; on one without them, Load's
+// refusal is checked instead (cpu_low_precision.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "nlohmann/json.hpp"
 #include "testing/build_paths.h"
+#include "tokenbatch/hf/cpu_low_precision.h"
 #include "tokenbatch/hf/hf_encoder.h"
 #include "tokenbatch/tokenizer/tokenizer.h"
 
@@ -86,7 +89,19 @@ class LowPrecisionTest : public ::testing::Test {
 std::vector<backend::EmbeddingInput>* LowPrecisionTest::texts_ = nullptr;
 std::vector<backend::Embedding>* LowPrecisionTest::reference_ = nullptr;
 
+// A CPU without the instructions for `mode`: Load refuses it, naming them.
+void ExpectRefused(const HfEncoderOptions& options, const std::string& instructions) {
+  std::printf("this CPU lacks %s: checking that Load refuses the mode\n", instructions.c_str());
+  auto e = HfEncoder::Load(options);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find(instructions + ", which this CPU lacks"), std::string::npos) << e.status();
+}
+
 TEST_F(LowPrecisionTest, Bfloat16KeepsEveryTextWithinCosine0999) {
+  if (!DetectCpuLowPrecision().avx512_bf16) {
+    ExpectRefused({.model_dir = kMiniLm, .dtype = "bfloat16", .num_threads = 2}, "AVX-512 BF16");
+    return;
+  }
   ASSERT_GE(texts_->size(), 150u);
   const std::vector<double> c =
       Cosines(*reference_, Embed({.model_dir = kMiniLm, .dtype = "bfloat16", .num_threads = 2}, *texts_));
@@ -100,6 +115,10 @@ TEST_F(LowPrecisionTest, Bfloat16KeepsEveryTextWithinCosine0999) {
 // catches a regression that stays above the goal (keeping no feature in
 // float32, or 7-bit activations, FBGEMM's reduce_range, fall below both).
 TEST_F(LowPrecisionTest, Int8KeepsEveryTextWithinCosine099) {
+  if (!DetectCpuLowPrecision().avx512_vnni) {
+    ExpectRefused({.model_dir = kMiniLm, .num_threads = 2, .quantize = Quantization::kInt8}, "AVX-512 VNNI");
+    return;
+  }
   backend::EncoderInfo info;
   const std::vector<double> c =
       Cosines(*reference_, Embed({.model_dir = kMiniLm, .num_threads = 2, .quantize = Quantization::kInt8}, *texts_,

@@ -45,6 +45,7 @@ class CoreFormer final : public BatchFormer {
   }
   std::size_t queued() const override { return scheduler_->queued_requests(); }
   void OnOutOfMemory(std::int64_t cost) override { aimd_.OnOutOfMemory(cost); }
+  void OnAnswered(TimePoint now, std::int64_t count) override { scheduler_->OnAnswered(now, count); }
 
  private:
   FormerDecision Decide(TimePoint now, const CostModel* memory_model, std::int64_t allowance) {

@@ -140,6 +140,7 @@ absl::StatusOr<SharedDeviceResult> SimulateSharedDevice(std::span<const ModelLan
       if (budget) budget->Release(done.lane, done.reserved_bytes);
       ++s.free_workers;
       if (!done.oom) s.former->OnBatchRun(done.cost, static_cast<double>(now - done.start_ns) / 1000.0);
+      s.former->OnAnswered(ToTime(now), static_cast<std::int64_t>(done.ids.size()));
       for (std::size_t q = 0; q < done.ids.size(); ++q) {
         const SimRequest& req = lanes[done.lane].requests[done.ids[q]];
         if (done.lost[q]) {

@@ -132,6 +132,7 @@ absl::StatusOr<PolicyResult> Simulate(const PolicySpec& policy, const GpuModel& 
       if (widths) widths->Finish(done.threads);
       // Learned when the batch ends, as a runtime worker learns it.
       if (!done.oom) former.OnBatchRun(done.cost, done.latency_us);
+      former.OnAnswered(ToTime(now), static_cast<std::int64_t>(done.ids.size()));
       for (std::size_t k = 0; k < done.ids.size(); ++k) {
         const RequestId id = done.ids[k];
         if (done.lost[k]) {

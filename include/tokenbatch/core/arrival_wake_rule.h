@@ -16,8 +16,9 @@
 //     level is a subset of it and costs are monotone in B, Lmax and Σ tokens;
 //   * may end a hold of the adaptive window (AdaptiveHold::MayEnd: the arrivals
 //     since the hold began counted as joining the held batch, at the arrival
-//     rate measured then; a rising rate only makes the wake-up early, and the
-//     hold's own end is the worker's wake time);
+//     rate measured then, or, for a hold awaiting answered clients' returns,
+//     the awaited number arrived; a rising rate only makes the wake-up early,
+//     and the hold's own end is the worker's wake time);
 //   * or max_wait is 0 (every arrival is dispatched at once).
 // With several workers the snapshot is the last sleeping worker's: a hold
 // decided by one worker's latency model may be woken by another's rule, at
@@ -36,17 +37,20 @@
 namespace tokenbatch {
 
 // A batch the adaptive window holds (SchedulerOptions::adaptive_wait,
-// src/core/adaptive_wait.h): the hold lasts while
+// src/core/adaptive_wait.h). A hold by the arrival rate lasts while
 //   rate_per_us × (fixed_us − us_per_cost × cost) > size
-// for the held batch. Plain values.
+// for the held batch; a hold for answered clients' returns (awaited_arrivals >
+// 0) lasts until that many requests arrived. Plain values.
 struct AdaptiveHold {
   double rate_per_us = 0;                       // arrivals per µs when the hold began
   double fixed_us = 0, us_per_cost = 0;         // the latency model it was decided with
   std::int64_t batch_size = 0, batch_cost = 0;  // the held batch (cost in the cost model's unit)
   std::int64_t level_size = 0, level_cost = 0;  // its priority level as a whole then
+  std::int64_t awaited_arrivals = 0;            // > 0: a returns hold, ended by this many arrivals
 
-  // Whether the level, now of `size` requests costing `cost`, may end the hold:
-  // every request added since is counted as joining the held batch, with the
+  // Whether the level, now of `size` requests costing `cost`, may end the hold.
+  // A returns hold: once the level grew by awaited_arrivals. A rate hold: every
+  // request added since is counted as joining the held batch, with the
   // level's growth in cost. That growth is what the batch gains under the sum
   // cost, and under padded cost while the batch holds the level's longest
   // request; when it does not (length_aware left a longer one out), a joiner can
@@ -54,6 +58,7 @@ struct AdaptiveHold {
   // hold should end, and the worker then wakes at the hold's end (never after
   // max_wait). O(1).
   [[nodiscard]] bool MayEnd(std::int64_t size, std::int64_t cost) const {
+    if (awaited_arrivals > 0) return size - level_size >= awaited_arrivals;
     const double n = static_cast<double>(batch_size + (size - level_size));
     const double c = static_cast<double>(batch_cost + (cost - level_cost));
     return rate_per_us * (fixed_us - us_per_cost * c) <= n;

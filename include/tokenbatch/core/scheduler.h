@@ -22,9 +22,12 @@
 //      candidate did not fit (budget) or max_batch_size was reached; or cost >=
 //      early_dispatch_fraction × budget; or the oldest has waited >= max_wait; or
 //      the driver is draining; or (adaptive_wait, with a latency model passed in)
-//      waiting longer gains nothing (src/core/adaptive_wait.h). (kBucketed may
-//      instead dispatch another bucket's ready batch while the anchor's bucket
-//      waits for company.)
+//      waiting longer gains nothing (src/core/adaptive_wait.h). With
+//      adaptive_wait, a batch whose anchor has waited max_wait may still be held
+//      for the returns of clients answered since it arrived (OnAnswered), at most
+//      until max_wait after the latest such answer. (kBucketed may instead
+//      dispatch another bucket's ready batch while the anchor's bucket waits for
+//      company.)
 //   4. Otherwise nothing is dispatched and `wake_at` says when to ask again:
 //      the oldest request's arrival + max_wait, the end of the adaptive hold, or
 //      an earlier deadline.
@@ -143,6 +146,13 @@ class Scheduler {
   // queue limits now. Lets a driver queue the windows of a split request all or
   // nothing. Errors: QueueFull naming the limit.
   [[nodiscard]] absl::Status CheckCapacity(std::size_t requests, std::int64_t tokens) const;
+
+  // `count` requests were answered at `now` (a dispatched batch finished and its
+  // results go back to the clients). adaptive_wait learns from it when
+  // closed-loop clients return (src/core/answered_returns.h); without
+  // adaptive_wait it does nothing. A driver that never calls it gets the
+  // arrival-rate rule alone. O(1) amortised.
+  void OnAnswered(TimePoint now, std::int64_t count);
 
   // Removes a queued request (cancellation). Returns false if it is not queued
   // (already dispatched, expired or unknown).

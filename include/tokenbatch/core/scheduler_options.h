@@ -66,13 +66,18 @@ struct SchedulerOptions {
   // Most requests in one batch (the seed's 64).
   std::int64_t max_batch_size = 64;
   // Longest time the oldest request of a forming batch waits for company before
-  // the batch is dispatched anyway (the seed's 4 ms). 0 = never wait.
+  // the batch is dispatched anyway (the seed's 4 ms); with adaptive_wait, a
+  // batch awaiting the returns of clients answered after its oldest request
+  // arrived may wait until max_wait after that answer. 0 = never wait.
   Duration max_wait = std::chrono::milliseconds(4);
   // The adaptive batching window: with a learned latency model passed to Next
   // (DecisionContext::latency_model), a batch that is not full waits only while
   // the requests expected to arrive gain more from sharing its per-batch time
   // than its queued requests lose by waiting (rule and derivation in
-  // src/core/adaptive_wait.h), and never longer than max_wait. Without a model,
+  // src/core/adaptive_wait.h). The requests expected are those of the recent
+  // arrival rate, and the returns of closed-loop clients the driver reports
+  // answered (Scheduler::OnAnswered). Never longer than max_wait after the
+  // oldest request's arrival or, for those returns, after their answer. Without a model,
   // or when false, a batch that is not full waits max_wait (the seed's fixed
   // window).
   bool adaptive_wait = true;

@@ -103,7 +103,8 @@ class HfEncoder final : public backend::Encoder {
   // field or tensor (see model_directory.h, safetensors.h; a Dense layer whose
   // in_features differs from the width before it; no pooling; a pooling or
   // normalize option for a cross-encoder, which has neither; int8 with a dtype
-  // other than float32 or off the CPU), or an unusable device / dtype;
+  // other than float32 or off the CPU; bfloat16 or int8 on a CPU without the
+  // instructions they need, cpu_low_precision.h), or an unusable device / dtype;
   // BackendError / OutOfMemoryError if the probe forward fails; Unimplemented
   // for int8 on a libtorch without a quantized engine.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HfEncoder>> Load(const HfEncoderOptions& options);

@@ -66,6 +66,10 @@ class BatchFormer {
   // A batch it formed ran without running out of memory, in `latency_us`: one
   // AIMD increase, and the time is learned.
   virtual void OnBatchRun(std::int64_t /*cost*/, double /*latency_us*/) {}
+  // `count` requests of a batch it formed were answered at `now`
+  // (Scheduler::OnAnswered: the adaptive window learns when closed-loop clients
+  // return); other formers ignore it.
+  virtual void OnAnswered(TimePoint /*now*/, std::int64_t /*count*/) {}
 };
 
 // How a policy forms batches.

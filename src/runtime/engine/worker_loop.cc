@@ -157,6 +157,9 @@ void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, 
     latency_fits_[batch.fit].Add(batch.cost, exec_us);
   }
   if (report.oom_events == 0) aimd_.OnSuccess();
+  // Before the clients see their answers: the adaptive window learns when
+  // closed-loop clients return from this time.
+  scheduler_->OnAnswered(now, static_cast<std::int64_t>(batch.ids.size()));
   records_.CompleteBatch(batch.ids, batch.statuses, now, context);
 }
 
