@@ -72,7 +72,7 @@ HoldDecision DecideReturnHold(const BatchLatencyModel& model, double expected_re
   HoldDecision d;
   if (size < 1 || !(expected_returns > 0) || expected_by <= now || latest <= now) return d;
   const double wait_us = ArrivalRate::ToUs(std::min(expected_by, latest) - now);
-  if (!(expected_returns * model.fixed_us > static_cast<double>(size) * wait_us)) return d;
+  if (!(expected_returns * (model.fixed_us - wait_us) > static_cast<double>(size) * wait_us)) return d;
   d.hold = true;
   d.until = std::min(expected_by, latest);
   d.awaited_arrivals = std::max<std::int64_t>(1, std::llround(expected_returns));

@@ -28,24 +28,26 @@
 // it began. AnsweredReturns (src/core/answered_returns.h) learns what fraction of
 // an answer's requests return and how long after; with m returns still expected
 // by `by`, waiting dt = by - now pays iff
-//   m·a > n·dt.
+//   m·(a - dt) > n·dt.
 // The joiners' compute drops out here: a closed-loop client sends its next
 // request only after its answer, so the worker, busy with this batch or with
 // the returns' own batch next, spends that compute either way. Joining saves
 // the second batch's fixed part a, which each of the m returns would wait
-// through (and all later work with them); the n queued requests wait dt. This
-// rule is asked when the rate rule does not
-// hold, and also once the anchor has waited max_wait: the returns of a batch
-// answered after the anchor arrived may be waited for until that answer's
-// max_wait, so a hold can end after the anchor's own max_wait, never more than
-// max_wait after the latest answer. The hold ends early once the awaited
-// arrivals came (HoldDecision::awaited_arrivals).
+// through (and all later work with them), less the dt a return may wait for
+// the last of them; the n queued requests wait dt. This
+// rule is asked when the rate rule does not hold, and also once the anchor has
+// waited max_wait: the returns of a batch answered after the anchor arrived may
+// be waited for until that answer's max_wait, so a hold can end after the
+// anchor's own max_wait, never more than max_wait after the latest answer. The
+// hold ends early once the awaited arrivals came
+// (HoldDecision::awaited_arrivals).
 //
 // Limits of the rules: they assume a request arriving after the dispatch queues
 // behind this batch; with several workers and one idle, it would not, and the
-// hold is worth less than they say. They weigh only the held batch and its
-// joiners, not the requests that will queue behind a separate batch while the
-// worker is saturated.
+// hold is worth less than they say. The rate rule weighs only the held batch
+// and its joiners, not the requests that will queue behind a separate batch
+// while the worker is saturated; the returns rule counts that fixed part once
+// per return, whatever the queue behind.
 //
 // Internal to the core; plain values, no clock, not thread-safe.
 #pragma once

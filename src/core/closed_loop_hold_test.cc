@@ -58,6 +58,16 @@ class ClosedLoopHoldTest : public ::testing::Test {
       clock_.AdvanceTo(answered + milliseconds(50));
     }
   }
+  // After LearnRounds(3): the 8 clients are answered now (reported when
+  // `report`), and the first of them is back 300 µs later. Returns the answer's time.
+  TimePoint FirstReturnAfterLearning(bool report = true) {
+    LearnRounds(3, report);
+    const TimePoint answered = clock_.now();
+    if (report) scheduler_->OnAnswered(answered, kClients);
+    clock_.AdvanceTo(answered + microseconds(300));
+    Add();
+    return answered;
+  }
 
   testing::ManualClock clock_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -90,10 +100,7 @@ TEST_F(ClosedLoopHoldTest, WaitsForTheRestOfTheAnsweredBatch) {
 // The same traffic without the answers reported: the arrival rate alone is too
 // low to wait for, and each return goes alone.
 TEST_F(ClosedLoopHoldTest, WithoutAnswersTheRateAloneDoesNotWait) {
-  LearnRounds(3, /*report=*/false);
-  const TimePoint answered = clock_.now();
-  clock_.AdvanceTo(answered + microseconds(300));
-  Add();
+  FirstReturnAfterLearning(/*report=*/false);
   const Decision d = Next();
   EXPECT_EQ(d.batch.size(), 1u);
   EXPECT_EQ(d.reason, DispatchReason::kNoGainInWaiting);
@@ -126,11 +133,7 @@ TEST_F(ClosedLoopHoldTest, WaitsPastTheAnchorsMaxWaitForReturnsAnsweredSince) {
 // returns came: the first return of 8 awaits 7 more, through Enqueue and
 // through the snapshot rule a buffering driver uses.
 TEST_F(ClosedLoopHoldTest, OnlyTheAwaitedReturnsWakeTheWorker) {
-  LearnRounds(3);
-  const TimePoint answered = clock_.now();
-  scheduler_->OnAnswered(answered, kClients);
-  clock_.AdvanceTo(answered + microseconds(300));
-  Add();
+  FirstReturnAfterLearning();
   ASSERT_TRUE(Next().batch.empty());
 
   ArrivalWakeRule rule = scheduler_->WakeRuleForArrivals();
@@ -146,11 +149,7 @@ TEST_F(ClosedLoopHoldTest, OnlyTheAwaitedReturnsWakeTheWorker) {
 // A backend with no per-batch time gains nothing from company: no return is
 // waited for.
 TEST_F(ClosedLoopHoldTest, ComputeOnlyBackendsDoNotWaitForReturns) {
-  LearnRounds(3);
-  const TimePoint answered = clock_.now();
-  scheduler_->OnAnswered(answered, kClients);
-  clock_.AdvanceTo(answered + microseconds(300));
-  Add();
+  FirstReturnAfterLearning();
   const BatchLatencyModel compute_only{0, 1.0};
   const Decision d = scheduler_->Next(clock_.now(), {4096, false, &compute_only});
   EXPECT_EQ(d.batch.size(), 1u);

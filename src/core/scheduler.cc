@@ -203,7 +203,9 @@ Decision Scheduler::Next(TimePoint now, const DecisionContext& context) {
     const auto size = static_cast<std::int64_t>(pack.ids.size());
     // The rate rule only within max_wait; the returns rule also past it, until
     // the latest answer's max_wait (src/core/adaptive_wait.h).
-    if (reason == DispatchReason::kNone) hold = internal::DecideHold(model, s.arrivals, size, pack.cost, now, anchor_due);
+    if (reason == DispatchReason::kNone) {
+      hold = internal::DecideHold(model, s.arrivals, size, pack.cost, now, anchor_due);
+    }
     if (!hold || !hold->hold) {
       if (const auto expected = s.returns.ExpectedAt(now)) {
         const TimePoint latest = std::max(anchor_due, SaturatingAdd(expected->answered, o.max_wait));
