@@ -24,8 +24,8 @@
 // 1/4); the returns are expected by mean + 2 × deviation after the answer, never
 // later than `window`.
 //
-// Internal to the core; plain values, no clock, not thread-safe. O(1) amortised
-// per call, at most kMaxAnswers answers open.
+// Internal to the core; plain values, no clock, not thread-safe. At most
+// kMaxAnswers answers are open, and no call does more than O(kMaxAnswers).
 #pragma once
 
 #include <cstdint>

@@ -151,7 +151,7 @@ class Scheduler {
   // results go back to the clients). adaptive_wait learns from it when
   // closed-loop clients return (src/core/answered_returns.h); without
   // adaptive_wait it does nothing. A driver that never calls it gets the
-  // arrival-rate rule alone. O(1) amortised.
+  // arrival-rate rule alone. O(1) amortised, O(64) at worst.
   void OnAnswered(TimePoint now, std::int64_t count);
 
   // Removes a queued request (cancellation). Returns false if it is not queued
