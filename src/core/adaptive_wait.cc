@@ -45,7 +45,7 @@ HoldDecision DecideHold(const BatchLatencyModel& model, const ArrivalRate& rate,
   const double gain_per_arrival_us = model.fixed_us - model.us_per_cost * static_cast<double>(cost);
   if (!(gain_per_arrival_us > 0)) return d;
   const double window_rate = rate.PerUs(now);
-  const double since_last_us = std::max(0.0, ArrivalRate::ToUs(now - rate.last_arrival()));
+  const double since_last_us = std::max(0.0, ToUs(now - rate.last_arrival()));
   // Never more than one arrival per elapsed interval: arrivals that stopped do
   // not count as coming. That bound, 1 / since_last, is compared multiplied out
   // so that at the `until` computed below it holds exactly.
@@ -57,11 +57,8 @@ HoldDecision DecideHold(const BatchLatencyModel& model, const ArrivalRate& rate,
   // the re-decision is not a nanosecond early. Clamped to `latest` before the
   // conversion, so a huge g / n cannot overflow.
   const double end_after_last_us = gain_per_arrival_us / n;
-  const double latest_after_last_us = ArrivalRate::ToUs(latest - rate.last_arrival());
-  d.until = end_after_last_us >= latest_after_last_us
-                ? latest
-                : rate.last_arrival() +
-                      std::chrono::ceil<Duration>(std::chrono::duration<double, std::micro>(end_after_last_us));
+  const double latest_after_last_us = ToUs(latest - rate.last_arrival());
+  d.until = end_after_last_us >= latest_after_last_us ? latest : rate.last_arrival() + CeilFromUs(end_after_last_us);
   if (d.until <= now) d.until = now + Duration(1);
   if (d.until > latest) d.until = latest;
   return d;
@@ -71,7 +68,7 @@ HoldDecision DecideReturnHold(const BatchLatencyModel& model, double expected_re
                               std::int64_t size, TimePoint now, TimePoint latest) {
   HoldDecision d;
   if (size < 1 || !(expected_returns > 0) || expected_by <= now || latest <= now) return d;
-  const double wait_us = ArrivalRate::ToUs(std::min(expected_by, latest) - now);
+  const double wait_us = ToUs(std::min(expected_by, latest) - now);
   if (!(expected_returns * (model.fixed_us - wait_us) > static_cast<double>(size) * wait_us)) return d;
   d.hold = true;
   d.until = std::min(expected_by, latest);

@@ -54,6 +54,7 @@
 
 #include <cstdint>
 
+#include "core/micros.h"
 #include "tokenbatch/core/batch_latency_model.h"
 #include "tokenbatch/core/request.h"
 
@@ -74,9 +75,6 @@ class ArrivalRate {
   // The latest arrival time seen (meaningless before the first).
   [[nodiscard]] TimePoint last_arrival() const { return last_; }
   [[nodiscard]] bool empty() const { return !seen_; }
-
-  // `d` in µs, as a double.
-  static double ToUs(Duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
  private:
   double window_us_;

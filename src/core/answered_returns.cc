@@ -1,5 +1,7 @@
 #include "core/answered_returns.h"
 
+#include "core/micros.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -7,8 +9,6 @@
 namespace tokenbatch::internal {
 
 namespace {
-
-double ToUs(Duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 // RFC 6298, section 2.3: alpha = 1/8 for the mean, beta = 1/4 for the deviation;
 // the same 1/8 weights an answer's returned fraction.
@@ -72,7 +72,7 @@ void AnsweredReturns::OnArrival(TimePoint arrival) {
 std::optional<AnsweredReturns::Expected> AnsweredReturns::ExpectedAt(TimePoint now) const {
   if (!fraction_ || !delay_mean_us_) return std::nullopt;
   const double delay_us = std::min(*delay_mean_us_ + 2 * delay_deviation_us_, ToUs(window_));
-  const auto delay = std::chrono::ceil<Duration>(std::chrono::duration<double, std::micro>(delay_us));
+  const Duration delay = CeilFromUs(delay_us);
   Expected expected;
   bool any = false;
   for (const Answer& answer : open_) {

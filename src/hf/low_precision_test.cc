@@ -89,7 +89,8 @@ class LowPrecisionTest : public ::testing::Test {
 std::vector<backend::EmbeddingInput>* LowPrecisionTest::texts_ = nullptr;
 std::vector<backend::Embedding>* LowPrecisionTest::reference_ = nullptr;
 
-// A CPU without the instructions for `mode`: Load refuses it, naming them.
+// On a CPU without `instructions`, Load refuses the mode `options` asks for,
+// naming them.
 void ExpectRefused(const HfEncoderOptions& options, const std::string& instructions) {
   std::printf("this CPU lacks %s: checking that Load refuses the mode\n", instructions.c_str());
   auto e = HfEncoder::Load(options);
