@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Servers compared in interleaved rounds, with a confidence interval on each
+ratio: the batching window (adaptive against fixed), or any named variants.
+
+A single run of each server, one after the other (batch_window_bench.sh), lets a
+machine whose speed drifts by more than the difference asked for (issue #41's
+goal: adaptive >= 0.97x the best fixed window) put either server ahead. Here
+all servers of a group run at once, idle but for the one under load, and each
+(group, connections) cell is measured in rounds: every round runs wrk against
+each server in turn, the order rotated from round to round so that each server
+takes each place equally often. A drift then moves every server alike, and the
+rounds give an interval.
+
+Window mode (--backends): per backend, the default adaptive window and the
+fixed window at --max-wait-ms 0 and 4. Per cell it prints each window's mean
+requests/s, the ratio of adaptive's mean to the best fixed window's (best = the
+higher mean) and a bootstrap percentile interval of that ratio, the rounds
+resampled as a whole (the best fixed window chosen again in each resample).
+`--control` adds a second `fixed0` server, identical to the first: its ratio to
+fixed0 is what the bench reports for two servers that cannot differ, i.e. its
+own resolution.
+
+Compare mode (--compare NAME=FLAGS ...): one server per variant (FLAGS are
+`tokenbatch serve`'s, the backend included; leading VAR=value words go to the
+server's environment, and TOKENBATCH_BINARY=path runs another build); each
+variant's mean requests/s and p50 against the first variant's, with the same
+intervals.
+
+Stdlib only. Needs wrk and bench/server/embeddings.lua (one short text per
+request). Examples:
+
+  python3 bench/server/interleaved_rounds.py --build build --backends minilm \
+      --connections 1 8 32 128 --rounds 8 --duration 3 --control --out build/window-rounds.jsonl
+  python3 bench/server/interleaved_rounds.py --connections 1 --rounds 8 --duration 5 \
+      --compare "fixed=--model-id build/cache/models/all-MiniLM-L6-v2 --intra-op fixed" \
+                "adaptive=--model-id build/cache/models/all-MiniLM-L6-v2 --intra-op adaptive"
+  python3 bench/server/interleaved_rounds.py --summarize build/window-rounds.jsonl
+"""
+import argparse
+import itertools
+import json
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BACKEND_FLAGS = {
+    "noop": ["--backend", "noop"],
+    "gpu2ms": ["--backend", "noop", "--noop-delay-us", "2000"],
+    "minilm": ["--model-id", "{model_dir}", "--threads", "1"],
+}
+WINDOW_FLAGS = {
+    "adaptive": [],
+    "fixed0": ["--batch-window", "fixed", "--max-wait-ms", "0"],
+    "fixed4": ["--batch-window", "fixed", "--max-wait-ms", "4"],
+    "fixed0-again": ["--batch-window", "fixed", "--max-wait-ms", "0"],
+}
+FIXED = ("fixed0", "fixed4")
+GOAL = 0.97
+ENV_WORD = re.compile(r"^[A-Z_][A-Z0-9_]*=")
+LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "embeddings.lua")
+
+
+def wait_healthy(port, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not answer /health in {seconds:.0f} s")
+
+
+def wrk(port, connections, seconds):
+    """One wrk run; returns embeddings.lua's RESULT fields as numbers."""
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", LUA,
+                          f"http://127.0.0.1:{port}"], check=True, capture_output=True, text=True).stdout
+    match = re.search(r"^RESULT (.*)$", out, re.M)
+    if not match:
+        raise RuntimeError(f"wrk printed no RESULT line:\n{out}")
+    return {k: float(v) for k, v in (kv.split("=") for kv in match.group(1).split())}
+
+
+def groups(args):
+    """[(group name, reference server or None, {server name: serve flags})]."""
+    if args.compare:
+        variants = dict(v.split("=", 1) for v in args.compare)
+        return [("compare", args.compare[0].split("=", 1)[0], {k: shlex.split(f) for k, f in variants.items()})]
+    windows = ["adaptive", *FIXED] + (["fixed0-again"] if args.control else [])
+    return [(backend, None,
+             {w: [f.format(model_dir=args.model_dir) for f in BACKEND_FLAGS[backend]] + WINDOW_FLAGS[w]
+              for w in windows})
+            for backend in args.backends]
+
+
+def measure(args, out):
+    run = time.strftime("%Y-%m-%dT%H:%M:%S")
+    for group, reference, variants in groups(args):
+        names = list(variants)
+        servers = {}
+        try:
+            for i, name in enumerate(names):
+                port = args.port + i
+                words = variants[name]
+                env = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: ENV_WORD.match(w), words))
+                flags = words[len(env):]
+                binary = env.pop("TOKENBATCH_BINARY", f"{args.build}/src/cli/tokenbatch")
+                servers[name] = (port, subprocess.Popen(
+                    [binary, "serve", *flags, "--port", str(port), "--io-threads", "1",
+                     "--tokenization-workers", "1", "--log-level", "warn"], env={**os.environ, **env}))
+            for name, (port, _) in servers.items():
+                wait_healthy(port)
+                wrk(port, 4, 1)  # the latency fit learns before any window counts
+            for c in args.connections:
+                for r in range(args.rounds):
+                    shift = r % len(names)
+                    for name in names[shift:] + names[:shift]:
+                        port = servers[name][0]
+                        if args.warmup > 0:
+                            wrk(port, c, args.warmup)
+                        row = {"run": run, "backend": group, "connections": c, "round": r, "window": name,
+                               **({"reference": reference} if reference else {}), **wrk(port, c, args.duration)}
+                        print(json.dumps(row), file=out, flush=True)
+                        print(f"{group} c={c} round={r} {name} "
+                              f"requests_per_s={row['requests_per_s']:.1f} p50_ms={row['p50_ms']:.3f}",
+                              file=sys.stderr, flush=True)
+        finally:
+            for _, proc in servers.values():
+                proc.terminate()
+            for _, proc in servers.values():
+                proc.wait(timeout=30)
+
+
+def ratio(rounds, numerator, candidates):
+    """mean(numerator) / the highest mean among candidates, over the given round rows."""
+    def mean(window):
+        return sum(r[window] for r in rounds) / len(rounds)
+    return mean(numerator) / max(mean(w) for w in candidates)
+
+
+def interval(rounds, numerator, candidates, resamples, seed=1):
+    rng = random.Random(seed)
+    values = sorted(ratio([rng.choice(rounds) for _ in rounds], numerator, candidates)
+                    for _ in range(resamples))
+    return values[int(0.05 * resamples)], values[int(0.95 * resamples) - 1]
+
+
+def verdict(low, high):
+    if low >= GOAL:
+        return f"met: the 90 % interval is above {GOAL}"
+    if high < GOAL:
+        return f"missed: the 90 % interval is below {GOAL}"
+    return f"undecided: the 90 % interval spans {GOAL}"
+
+
+def cells_of(rows):
+    """{(group, connections, servers): (reference or None, [one {server: row} per round])}.
+
+    A round is one run's round; rounds of several runs with the same servers
+    form one cell, and a round that lacks a server (a run cut short) is left out.
+    """
+    rounds = {}
+    for row in rows:
+        key = (row["backend"], int(row["connections"]), row["run"], int(row["round"]))
+        rounds.setdefault(key, {})[row["window"]] = row
+    expected = {}
+    for (group, c, run, _), by_server in rounds.items():
+        expected.setdefault((group, c, run), set()).update(by_server)
+    cells = {}
+    for (group, c, run, _), by_server in sorted(rounds.items()):
+        if set(by_server) != expected[(group, c, run)]:
+            continue
+        reference = next(iter(by_server.values())).get("reference")
+        cells.setdefault((group, c, tuple(sorted(by_server))), (reference, []))[1].append(by_server)
+    return cells
+
+
+def summarize_windows(cells, resamples):
+    print("| backend | connections | rounds | adaptive · fixed 0 ms · fixed 4 ms req/s (mean) "
+          "| adaptive / best fixed | 90 % interval | p50 ratio | control (fixed0 again / fixed0) | verdict |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (backend, c, _), (_, full) in cells.items():
+        if not full or not all(k in full[0] for k in ("adaptive", *FIXED)):
+            continue
+        rps = [{k: v["requests_per_s"] for k, v in w.items()} for w in full]
+        # p50: lower is better, so the ratio of inverses keeps "best = highest".
+        inv_p50 = [{k: 1.0 / v["p50_ms"] for k, v in w.items() if v["p50_ms"] > 0} for w in full]
+        means = [sum(r[w] for r in rps) / len(rps) for w in ("adaptive", *FIXED)]
+        point = ratio(rps, "adaptive", FIXED)
+        low, high = interval(rps, "adaptive", FIXED, resamples)
+        p50 = 1.0 / ratio(inv_p50, "adaptive", FIXED)
+        control = "-"
+        if "fixed0-again" in rps[0]:
+            c_low, c_high = interval(rps, "fixed0-again", ("fixed0",), resamples)
+            control = f"{ratio(rps, 'fixed0-again', ('fixed0',)):.3f} [{c_low:.3f}, {c_high:.3f}]"
+        print(f"| {backend} | {c} | {len(full)} | {' · '.join(f'{m:.1f}' for m in means)} | {point:.3f} "
+              f"| [{low:.3f}, {high:.3f}] | {p50:.3f} | {control} | {verdict(low, high)} |")
+
+
+def summarize_variants(cells, resamples):
+    print("| connections | rounds | variant | req/s (mean) | p50 ms (mean) | req/s ratio [90 % interval] "
+          "| p50 ratio [90 % interval] |")
+    print("|---|---|---|---|---|---|---|")
+    for (_, c, _), (reference, full) in cells.items():
+        if not reference or not full:
+            continue
+        rps = [{k: v["requests_per_s"] for k, v in w.items()} for w in full]
+        p50 = [{k: v["p50_ms"] for k, v in w.items()} for w in full]
+        for name in sorted(full[0], key=lambda n: n != reference):
+            mean_rps = sum(r[name] for r in rps) / len(rps)
+            mean_p50 = sum(r[name] for r in p50) / len(p50)
+            cols = ["reference", "reference"]
+            if name != reference:
+                cols = [f"{ratio(x, name, (reference,)):.3f} [{lo:.3f}, {hi:.3f}]"
+                        for x in (rps, p50) for lo, hi in [interval(x, name, (reference,), resamples)]]
+            print(f"| {c} | {len(full)} | {name} | {mean_rps:.1f} | {mean_p50:.3f} | {cols[0]} | {cols[1]} |")
+
+
+def summarize(rows, resamples):
+    cells = cells_of(rows)
+    if any(v[0] is None for v in cells.values()):
+        summarize_windows({k: v for k, v in cells.items() if v[0] is None}, resamples)
+    if any(v[0] for v in cells.values()):
+        summarize_variants({k: v for k, v in cells.items() if v[0]}, resamples)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--backends", nargs="+", default=["noop", "gpu2ms", "minilm"], choices=BACKEND_FLAGS)
+    parser.add_argument("--connections", nargs="+", type=int, default=[1, 8, 32, 128])
+    parser.add_argument("--rounds", type=int, default=6, help="rounds per cell (a multiple of the servers)")
+    parser.add_argument("--duration", type=int, default=4, help="seconds measured per server and round")
+    parser.add_argument("--warmup", type=int, default=1, help="seconds of load before each measured window")
+    parser.add_argument("--control", action="store_true", help="add a second fixed0 server (A/A control)")
+    parser.add_argument("--model-dir", default="build/cache/models/all-MiniLM-L6-v2")
+    parser.add_argument("--port", type=int, default=18650)
+    parser.add_argument("--out", help="append each measurement to this JSONL file")
+    parser.add_argument("--compare", nargs="+", metavar="NAME=FLAGS",
+                        help="compare these serve variants instead (the first is the reference)")
+    parser.add_argument("--summarize", nargs="+", metavar="JSONL", help="only summarize earlier runs")
+    parser.add_argument("--resamples", type=int, default=4000)
+    args = parser.parse_args()
+    if not args.summarize:
+        args.out = args.out or tempfile.mkstemp(prefix="window-rounds-", suffix=".jsonl")[1]
+        with open(args.out, "a") as out:
+            measure(args, out)
+    rows = []
+    for path in args.summarize or [args.out]:
+        with open(path) as f:
+            rows += [{"run": path, **json.loads(line)} for line in f if line.strip()]
+    summarize(rows, args.resamples)
+
+
+if __name__ == "__main__":
+    main()
