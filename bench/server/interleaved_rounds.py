@@ -43,6 +43,7 @@ import os
 import random
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
@@ -66,9 +67,26 @@ ENV_WORD = re.compile(r"^[A-Z_][A-Z0-9_]*=")
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "embeddings.lua")
 
 
-def wait_healthy(port, seconds=60.0):
+def check_port_free(port):
+    with socket.socket() as probe:
+        # As the server binds: a closed connection's TIME_WAIT does not count, a listener does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise RuntimeError(f"port {port} is in use ({e}): another server would answer for ours") from e
+
+
+def check_running(name, proc):
+    if proc.poll() is not None:
+        raise RuntimeError(f"server {name} exited with status {proc.returncode} (its own output above says why)")
+
+
+def wait_healthy(name, proc, port, seconds=60.0):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        # Before asking: another process on the port would answer for it.
+        check_running(name, proc)
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
                 return
@@ -79,19 +97,22 @@ def wait_healthy(port, seconds=60.0):
 
 def wrk(port, connections, seconds):
     """One wrk run; returns embeddings.lua's RESULT fields as numbers."""
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", LUA,
-                          f"http://127.0.0.1:{port}"], check=True, capture_output=True, text=True).stdout
-    match = re.search(r"^RESULT (.*)$", out, re.M)
-    if not match:
-        raise RuntimeError(f"wrk printed no RESULT line:\n{out}")
+    done = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", LUA,
+                           f"http://127.0.0.1:{port}"], capture_output=True, text=True)
+    match = re.search(r"^RESULT (.*)$", done.stdout, re.M)
+    if done.returncode != 0 or not match:
+        raise RuntimeError(f"wrk failed (status {done.returncode}):\n{done.stdout}\n{done.stderr}")
     return {k: float(v) for k, v in (kv.split("=") for kv in match.group(1).split())}
 
 
 def groups(args):
     """[(group name, reference server or None, {server name: serve flags})]."""
     if args.compare:
-        variants = dict(v.split("=", 1) for v in args.compare)
-        return [("compare", args.compare[0].split("=", 1)[0], {k: shlex.split(f) for k, f in variants.items()})]
+        variants = [v.split("=", 1) for v in args.compare]
+        names = [name for name, _ in variants]
+        if len(set(names)) != len(names):
+            raise SystemExit(f"--compare: variant names must differ, got {names}")
+        return [("compare", names[0], {name: shlex.split(flags) for name, flags in variants})]
     windows = ["adaptive", *FIXED] + (["fixed0-again"] if args.control else [])
     return [(backend, None,
              {w: [f.format(model_dir=args.model_dir) for f in BACKEND_FLAGS[backend]] + WINDOW_FLAGS[w]
@@ -103,28 +124,33 @@ def measure(args, out):
     run = time.strftime("%Y-%m-%dT%H:%M:%S")
     for group, reference, variants in groups(args):
         names = list(variants)
-        servers = {}
+        servers, described = {}, {}
         try:
             for i, name in enumerate(names):
                 port = args.port + i
+                check_port_free(port)
                 words = variants[name]
-                env = dict(w.split("=", 1) for w in itertools.takewhile(lambda w: ENV_WORD.match(w), words))
-                flags = words[len(env):]
+                env_words = list(itertools.takewhile(lambda w: ENV_WORD.match(w), words))
+                env = dict(w.split("=", 1) for w in env_words)
+                flags = words[len(env_words):]
                 binary = env.pop("TOKENBATCH_BINARY", f"{args.build}/src/cli/tokenbatch")
+                described[name] = " ".join(words)
                 servers[name] = (port, subprocess.Popen(
                     [binary, "serve", *flags, "--port", str(port), "--io-threads", "1",
                      "--tokenization-workers", "1", "--log-level", "warn"], env={**os.environ, **env}))
-            for name, (port, _) in servers.items():
-                wait_healthy(port)
+            for name, (port, proc) in servers.items():
+                wait_healthy(name, proc, port)
                 wrk(port, 4, 1)  # the latency fit learns before any window counts
             for c in args.connections:
                 for r in range(args.rounds):
                     shift = r % len(names)
                     for name in names[shift:] + names[:shift]:
-                        port = servers[name][0]
+                        port, proc = servers[name]
+                        check_running(name, proc)
                         if args.warmup > 0:
                             wrk(port, c, args.warmup)
                         row = {"run": run, "backend": group, "connections": c, "round": r, "window": name,
+                               "serve": described[name],
                                **({"reference": reference} if reference else {}), **wrk(port, c, args.duration)}
                         print(json.dumps(row), file=out, flush=True)
                         print(f"{group} c={c} round={r} {name} "
@@ -134,7 +160,11 @@ def measure(args, out):
             for _, proc in servers.values():
                 proc.terminate()
             for _, proc in servers.values():
-                proc.wait(timeout=30)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 def ratio(rounds, numerator, candidates):
@@ -168,7 +198,10 @@ def cells_of(rows):
     rounds = {}
     for row in rows:
         key = (row["backend"], int(row["connections"]), row["run"], int(row["round"]))
-        rounds.setdefault(key, {})[row["window"]] = row
+        if row["window"] in rounds.setdefault(key, {}):
+            raise SystemExit(f"{row['run']}: two rows for {row['window']} in round {row['round']}: "
+                             "rows of separate runs need a run id")
+        rounds[key][row["window"]] = row
     expected = {}
     for (group, c, run, _), by_server in rounds.items():
         expected.setdefault((group, c, run), set()).update(by_server)
@@ -177,7 +210,9 @@ def cells_of(rows):
         if set(by_server) != expected[(group, c, run)]:
             continue
         reference = next(iter(by_server.values())).get("reference")
-        cells.setdefault((group, c, tuple(sorted(by_server))), (reference, []))[1].append(by_server)
+        # Runs merge only when every server had the same name and serve words.
+        servers = tuple(sorted((name, row.get("serve", "")) for name, row in by_server.items()))
+        cells.setdefault((group, c, servers), (reference, []))[1].append(by_server)
     return cells
 
 
@@ -189,12 +224,13 @@ def summarize_windows(cells, resamples):
         if not full or not all(k in full[0] for k in ("adaptive", *FIXED)):
             continue
         rps = [{k: v["requests_per_s"] for k, v in w.items()} for w in full]
-        # p50: lower is better, so the ratio of inverses keeps "best = highest".
-        inv_p50 = [{k: 1.0 / v["p50_ms"] for k, v in w.items() if v["p50_ms"] > 0} for w in full]
         means = [sum(r[w] for r in rps) / len(rps) for w in ("adaptive", *FIXED)]
         point = ratio(rps, "adaptive", FIXED)
         low, high = interval(rps, "adaptive", FIXED, resamples)
-        p50 = 1.0 / ratio(inv_p50, "adaptive", FIXED)
+        # p50: lower is better, so against the fixed window with the lowest mean p50.
+        p50_means = {k: sum(w[k]["p50_ms"] for w in full) / len(full) for k in ("adaptive", *FIXED)}
+        best_p50 = min(p50_means[k] for k in FIXED)
+        p50 = p50_means["adaptive"] / best_p50 if best_p50 > 0 else float("nan")
         control = "-"
         if "fixed0-again" in rps[0]:
             c_low, c_high = interval(rps, "fixed0-again", ("fixed0",), resamples)
@@ -235,7 +271,7 @@ def main():
     parser.add_argument("--build", default="build")
     parser.add_argument("--backends", nargs="+", default=["noop", "gpu2ms", "minilm"], choices=BACKEND_FLAGS)
     parser.add_argument("--connections", nargs="+", type=int, default=[1, 8, 32, 128])
-    parser.add_argument("--rounds", type=int, default=6, help="rounds per cell (a multiple of the servers)")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds per cell (a multiple of the servers)")
     parser.add_argument("--duration", type=int, default=4, help="seconds measured per server and round")
     parser.add_argument("--warmup", type=int, default=1, help="seconds of load before each measured window")
     parser.add_argument("--control", action="store_true", help="add a second fixed0 server (A/A control)")
@@ -248,6 +284,10 @@ def main():
     parser.add_argument("--resamples", type=int, default=4000)
     args = parser.parse_args()
     if not args.summarize:
+        servers = len(args.compare) if args.compare else len(FIXED) + 1 + args.control
+        if args.rounds % servers:
+            parser.error(f"--rounds {args.rounds}: a multiple of the {servers} servers, so that each takes "
+                         "each place in the order equally often")
         args.out = args.out or tempfile.mkstemp(prefix="window-rounds-", suffix=".jsonl")[1]
         with open(args.out, "a") as out:
             measure(args, out)
