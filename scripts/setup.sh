@@ -66,6 +66,9 @@ if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # apt keeps every downloaded package file in /var/cache/apt/archives; nothing
+  # reads them again, and libtorch's make them GiB that the builds need.
+  $SUDO apt-get clean
 fi
 
 # Slim Debian images exclude /usr/share/man from every package (a dpkg

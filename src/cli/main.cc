@@ -3,12 +3,23 @@
 
 #include "cli/commands.h"
 #ifdef TOKENBATCH_HAVE_BACKEND
+#include <cstdio>
+
+#include "backend/blas_core.h"
 #include "backend/blas_spin_wait.h"
 #endif
 
 int main(int argc, char** argv) {
 #ifdef TOKENBATCH_HAVE_BACKEND
-  // Before any other thread exists (it sets an environment variable).
+  // Before any other thread exists (both set an environment variable).
+  if (const tokenbatch::backend::BlasCore core = tokenbatch::backend::UseBestBlasCore();
+      core.choice == tokenbatch::backend::BlasCoreChoice::kSwitched) {
+    // On stderr: stdout may carry a command's JSON.
+    std::fprintf(stderr,
+                 "tokenbatch: OpenBLAS does not know this CPU and chose its %s kernels; running its %s kernels "
+                 "instead (OPENBLAS_CORETYPE chooses others)\n",
+                 core.before.c_str(), core.after.c_str());
+  }
   tokenbatch::backend::ShortenBlasSpinWait();
 #endif
   CLI::App app{"tokenbatch: token-budget micro-batching for embedding and prefill inference"};

@@ -1,0 +1,66 @@
+#include "backend/blas_core.h"
+
+#include <dlfcn.h>
+#include <strings.h>
+
+#include <cstdlib>
+
+namespace tokenbatch::backend {
+namespace {
+
+bool SameName(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace
+
+CpuVectorFeatures DetectCpuVectorFeatures() {
+  __builtin_cpu_init();
+  return CpuVectorFeatures{
+      .avx = __builtin_cpu_supports("avx") != 0,
+      .avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+      .avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vl"),
+  };
+}
+
+std::optional<std::string> BetterBlasCore(std::string_view chosen, const CpuVectorFeatures& features) {
+  if (!SameName(chosen, "Prescott")) return std::nullopt;
+  // The widest of OpenBLAS's x86-64 cores whose instructions the CPU runs, by
+  // the names its OPENBLAS_CORETYPE takes (every DYNAMIC_ARCH release has them).
+  if (features.avx512) return "SkylakeX";
+  if (features.avx2_fma) return "Haswell";
+  if (features.avx) return "Sandybridge";
+  return std::nullopt;
+}
+
+BlasCore UseBestBlasCore() {
+  // OpenBLAS exports these (openblas_get_corename publicly; the rest for its
+  // own initialisation and fork handling, not in its header, hence the types
+  // written out here).
+  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  const auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
+  if (corename == nullptr || quit == nullptr || init == nullptr || shutdown == nullptr || start == nullptr) {
+    return {};
+  }
+  BlasCore result{.choice = BlasCoreChoice::kKept, .before = corename(), .after = ""};
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
+    result.choice = BlasCoreChoice::kAlreadySet;
+  } else if (const std::optional<std::string> better = BetterBlasCore(result.before, DetectCpuVectorFeatures())) {
+    setenv("OPENBLAS_CORETYPE", better->c_str(), /*overwrite=*/0);
+    // No pool thread may run a kernel while the core changes under it.
+    shutdown();
+    quit();
+    init();
+    start();
+    if (SameName(corename(), *better)) result.choice = BlasCoreChoice::kSwitched;
+  }
+  result.after = corename();
+  return result;
+}
+
+}  // namespace tokenbatch::backend

@@ -1,0 +1,145 @@
+// UseBestBlasCore against the process's real OpenBLAS (Debian's libtorch links
+// it; the PyPI wheel's libtorch does not, and then the call must leave
+// everything alone), and BetterBlasCore's rule. Its own test binary: it
+// changes the environment and OpenBLAS's kernels.
+#include "backend/blas_core.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <strings.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "backend/blas_product_check.h"
+
+namespace tokenbatch::backend {
+namespace {
+
+bool HasOpenBlas() { return dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") != nullptr; }
+
+std::string CoreName() {
+  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return corename == nullptr ? "" : corename();
+}
+
+bool SameName(const std::string& a, const std::string& b) { return strcasecmp(a.c_str(), b.c_str()) == 0; }
+
+// Puts OpenBLAS on its Prescott kernels, as it falls back on a CPU it does not
+// know, the way OPENBLAS_CORETYPE would at load time; the variable is then
+// removed again.
+void FallBackToPrescott() {
+  const auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+  const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
+  ASSERT_TRUE(quit && init && shutdown && start);
+  setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+  shutdown();
+  quit();
+  init();
+  start();
+  unsetenv("OPENBLAS_CORETYPE");
+  ASSERT_EQ(CoreName(), "Prescott");
+}
+
+TEST(BetterBlasCore, ReplacesOnlyThePrescottFallback) {
+  const CpuVectorFeatures avx512{.avx = true, .avx2_fma = true, .avx512 = true};
+  const CpuVectorFeatures avx2{.avx = true, .avx2_fma = true, .avx512 = false};
+  const CpuVectorFeatures avx{.avx = true, .avx2_fma = false, .avx512 = false};
+  EXPECT_EQ(BetterBlasCore("Prescott", avx512), "SkylakeX");
+  EXPECT_EQ(BetterBlasCore("PRESCOTT", avx2), "Haswell");
+  EXPECT_EQ(BetterBlasCore("prescott", avx), "Sandybridge");
+  EXPECT_EQ(BetterBlasCore("Prescott", CpuVectorFeatures{}), std::nullopt);
+  // OpenBLAS knew the CPU: its choice stands, even where a wider core would run.
+  EXPECT_EQ(BetterBlasCore("Haswell", avx512), std::nullopt);
+  EXPECT_EQ(BetterBlasCore("Zen", avx2), std::nullopt);
+  EXPECT_EQ(BetterBlasCore("SkylakeX", avx512), std::nullopt);
+  EXPECT_EQ(BetterBlasCore("", avx512), std::nullopt);
+}
+
+// The kernel's view of the same CPU (/proc/cpuinfo's flags, which leave out
+// what the OS does not save) agrees with the compiler's CPUID reading.
+TEST(DetectCpuVectorFeatures, AgreesWithTheKernelsFlags) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  ASSERT_TRUE(cpuinfo.is_open());
+  std::set<std::string> flags;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;
+  }
+  ASSERT_FALSE(flags.empty());
+  const CpuVectorFeatures f = DetectCpuVectorFeatures();
+  EXPECT_EQ(f.avx, flags.count("avx") == 1);
+  EXPECT_EQ(f.avx2_fma, flags.count("avx2") == 1 && flags.count("fma") == 1);
+  EXPECT_EQ(f.avx512, flags.count("avx512f") && flags.count("avx512cd") && flags.count("avx512bw") &&
+                          flags.count("avx512dq") && flags.count("avx512vl"));
+}
+
+TEST(UseBestBlasCore, LeavesOpenBlasOwnChoiceOrReplacesItsFallback) {
+  unsetenv("OPENBLAS_CORETYPE");
+  if (!HasOpenBlas()) {
+    const BlasCore r = UseBestBlasCore();
+    EXPECT_EQ(r.choice, BlasCoreChoice::kNoOpenBlas);
+    EXPECT_EQ(r.before, "");
+    EXPECT_EQ(r.after, "");
+    EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+    return;
+  }
+  ExpectProductCorrect(2);
+  const std::string loaded = CoreName();
+  const std::optional<std::string> better = BetterBlasCore(loaded, DetectCpuVectorFeatures());
+  const BlasCore r = UseBestBlasCore();
+  EXPECT_EQ(r.before, loaded);
+  if (better) {
+    EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
+    EXPECT_TRUE(SameName(r.after, *better)) << r.after;
+    ASSERT_NE(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+    EXPECT_EQ(std::string(std::getenv("OPENBLAS_CORETYPE")), *better);
+  } else {
+    EXPECT_EQ(r.choice, BlasCoreChoice::kKept);
+    EXPECT_EQ(r.after, loaded);
+    EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
+  }
+  EXPECT_EQ(CoreName(), r.after);
+  ExpectProductCorrect(1);
+  ExpectProductCorrect(2);
+}
+
+// On any CPU with AVX: after a fallback to Prescott, the call moves OpenBLAS to
+// the widest core the CPU runs, and the products stay right on it.
+TEST(UseBestBlasCore, ReplacesAFallbackToPrescott) {
+  unsetenv("OPENBLAS_CORETYPE");
+  if (!HasOpenBlas()) GTEST_SKIP() << "no OpenBLAS in this process (its libtorch uses another BLAS)";
+  const std::optional<std::string> better = BetterBlasCore("Prescott", DetectCpuVectorFeatures());
+  ASSERT_TRUE(better.has_value()) << "this x86-64 CPU has no AVX";
+  FallBackToPrescott();
+  ExpectProductCorrect(2);
+  const BlasCore r = UseBestBlasCore();
+  EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
+  EXPECT_EQ(r.before, "Prescott");
+  EXPECT_TRUE(SameName(r.after, *better)) << r.after;
+  EXPECT_TRUE(SameName(CoreName(), *better)) << CoreName();
+  ExpectProductCorrect(1);
+  ExpectProductCorrect(2);
+  // A second call finds its own setting and keeps it.
+  const BlasCore again = UseBestBlasCore();
+  EXPECT_EQ(again.choice, BlasCoreChoice::kAlreadySet);
+  EXPECT_EQ(again.after, r.after);
+}
+
+TEST(UseBestBlasCore, KeepsTheUsersCoreType) {
+  setenv("OPENBLAS_CORETYPE", "Haswell", 1);
+  const BlasCore r = UseBestBlasCore();
+  EXPECT_EQ(r.choice, HasOpenBlas() ? BlasCoreChoice::kAlreadySet : BlasCoreChoice::kNoOpenBlas);
+  EXPECT_EQ(r.after, r.before);
+  EXPECT_EQ(std::string(std::getenv("OPENBLAS_CORETYPE")), "Haswell");
+}
+
+}  // namespace
+}  // namespace tokenbatch::backend
