@@ -15,14 +15,19 @@ bool SameName(std::string_view a, std::string_view b) {
 }  // namespace
 
 CpuVectorFeatures DetectCpuVectorFeatures() {
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  return CpuVectorFeatures{
-      .avx = __builtin_cpu_supports("avx") != 0,
-      .avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
-      .avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512vl"),
-  };
+  CpuVectorFeatures f;
+  f.avx = __builtin_cpu_supports("avx") != 0;
+  f.avx2_fma = f.avx && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // SkylakeX's tables use Haswell's kernels for some routines too.
+  f.avx512 = f.avx2_fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl");
+  return f;
+#else
+  return {};  // OpenBLAS's cores named here are x86's
+#endif
 }
 
 std::optional<std::string> BetterBlasCore(std::string_view chosen, const CpuVectorFeatures& features) {
@@ -42,22 +47,23 @@ BlasCore UseBestBlasCore() {
   const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   const auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
   const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  // A serial OpenBLAS has no thread pool to stop and start.
   const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
   const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
-  if (corename == nullptr || quit == nullptr || init == nullptr || shutdown == nullptr || start == nullptr) {
-    return {};
-  }
+  if (corename == nullptr || quit == nullptr || init == nullptr) return {};
   BlasCore result{.choice = BlasCoreChoice::kKept, .before = corename(), .after = ""};
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
     result.choice = BlasCoreChoice::kAlreadySet;
   } else if (const std::optional<std::string> better = BetterBlasCore(result.before, DetectCpuVectorFeatures())) {
     setenv("OPENBLAS_CORETYPE", better->c_str(), /*overwrite=*/0);
     // No pool thread may run a kernel while the core changes under it.
-    shutdown();
+    if (shutdown != nullptr) shutdown();
     quit();
     init();
-    start();
-    if (SameName(corename(), *better)) result.choice = BlasCoreChoice::kSwitched;
+    if (start != nullptr) start();
+    // A build without that core's kernels substitutes the nearest it has, which
+    // is still a switch; a refused name leaves Prescott.
+    if (!SameName(corename(), result.before)) result.choice = BlasCoreChoice::kSwitched;
   }
   result.after = corename();
   return result;

@@ -3,12 +3,12 @@
 // Debian's libtorch runs its float32 matrix products in the system OpenBLAS
 // (libopenblas0-pthread), a DYNAMIC_ARCH build that picks its kernels ("core")
 // once, when it loads, from the CPU's family and model numbers
-// (driver/others/dynamic.c, get_coretype). A CPU newer than the release's table
-// (Debian 12 ships 0.3.21: Intel Xeons after Sapphire Rapids, AMD Zen 5) is not
-// in it, and OpenBLAS then falls back to its Prescott kernels (SSE3), though
-// the CPU has AVX2 or AVX-512: every forward in float32 runs several times
-// slower than the CPU allows (docs/benchmarks.md, "OpenBLAS on a CPU it does
-// not know"). Later OpenBLAS releases add such CPUs to the table one by one.
+// (driver/others/dynamic.c, get_coretype). Some CPUs newer than the release
+// (Debian 12 ships 0.3.21; an Emerald Rapids Xeon, Intel family 6 model 0xCF,
+// is one) send it to its Prescott kernels (SSE3), though the CPU has AVX2 or
+// AVX-512: every forward in float32 runs several times slower than
+// the CPU allows (docs/benchmarks.md, "OpenBLAS on a CPU it does not know").
+// Later OpenBLAS releases add such CPUs to the table one by one.
 //
 // The core can be forced with OPENBLAS_CORETYPE (OpenBLAS's USAGE.md), read
 // when the core is chosen. UseBestBlasCore does what that variable does after
@@ -31,12 +31,12 @@ namespace tokenbatch::backend {
 // each true only where the operating system saves the registers too.
 struct CpuVectorFeatures {
   bool avx = false;
-  bool avx2_fma = false;  // AVX2 and FMA3: OpenBLAS's Haswell kernels
-  bool avx512 = false;    // AVX-512 F, CD, BW, DQ and VL: its SkylakeX kernels
+  bool avx2_fma = false;  // AVX2 and FMA3 (and AVX): OpenBLAS's Haswell kernels
+  bool avx512 = false;    // AVX-512 F, CD, BW, DQ and VL (and AVX2, FMA3): its SkylakeX kernels
 };
 
 // This CPU's features (the compiler's CPUID reading, which checks the OS's
-// register saving). Thread-safe; never blocks.
+// register saving); all false off x86. Thread-safe; never blocks.
 CpuVectorFeatures DetectCpuVectorFeatures();
 
 // The core OpenBLAS should have chosen, by OPENBLAS_CORETYPE's name, when it
@@ -49,9 +49,10 @@ std::optional<std::string> BetterBlasCore(std::string_view chosen, const CpuVect
 // What UseBestBlasCore did, for callers and tests that want to know.
 enum class BlasCoreChoice {
   kSwitched,     // OpenBLAS had fallen back to Prescott; it now runs BetterBlasCore's core
+                 // (or the nearest its build has)
   kKept,         // OpenBLAS's own choice stands: it knew the CPU, or nothing wider runs on it
   kAlreadySet,   // OPENBLAS_CORETYPE was in the environment (the user's, or an earlier call's): kept
-  kNoOpenBlas,   // the process has no OpenBLAS with run-time core selection
+  kNoOpenBlas,   // the process has no OpenBLAS with run-time core selection (DYNAMIC_ARCH)
 };
 
 // The outcome of UseBestBlasCore: the choice and OpenBLAS's core names before

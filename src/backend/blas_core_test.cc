@@ -14,12 +14,25 @@
 #include <sstream>
 #include <string>
 
-#include "backend/blas_product_check.h"
+#include "backend/test_blas_product.h"
 
 namespace tokenbatch::backend {
 namespace {
 
-bool HasOpenBlas() { return dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") != nullptr; }
+// What UseBestBlasCore needs of OpenBLAS (the thread pool's restart is optional).
+bool HasOpenBlas() {
+  return dlsym(RTLD_DEFAULT, "openblas_get_corename") != nullptr &&
+         dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit") != nullptr &&
+         dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init") != nullptr;
+}
+
+bool IsX86() {
+#if defined(__x86_64__) || defined(__i386__)
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::string CoreName() {
   const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
@@ -36,12 +49,12 @@ void FallBackToPrescott() {
   const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
   const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
   const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
-  ASSERT_TRUE(quit && init && shutdown && start);
+  ASSERT_TRUE(quit && init);
   setenv("OPENBLAS_CORETYPE", "Prescott", 1);
-  shutdown();
+  if (shutdown != nullptr) shutdown();
   quit();
   init();
-  start();
+  if (start != nullptr) start();
   unsetenv("OPENBLAS_CORETYPE");
   ASSERT_EQ(CoreName(), "Prescott");
 }
@@ -61,9 +74,17 @@ TEST(BetterBlasCore, ReplacesOnlyThePrescottFallback) {
   EXPECT_EQ(BetterBlasCore("", avx512), std::nullopt);
 }
 
+TEST(DetectCpuVectorFeatures, WiderImpliesNarrower) {
+  const CpuVectorFeatures f = DetectCpuVectorFeatures();
+  EXPECT_TRUE(!f.avx512 || f.avx2_fma);
+  EXPECT_TRUE(!f.avx2_fma || f.avx);
+  EXPECT_TRUE(IsX86() || !f.avx);
+}
+
 // The kernel's view of the same CPU (/proc/cpuinfo's flags, which leave out
 // what the OS does not save) agrees with the compiler's CPUID reading.
 TEST(DetectCpuVectorFeatures, AgreesWithTheKernelsFlags) {
+  if (!IsX86()) GTEST_SKIP() << "/proc/cpuinfo's x86 flags line; this is not x86";
   std::ifstream cpuinfo("/proc/cpuinfo");
   ASSERT_TRUE(cpuinfo.is_open());
   std::set<std::string> flags;
@@ -76,8 +97,8 @@ TEST(DetectCpuVectorFeatures, AgreesWithTheKernelsFlags) {
   ASSERT_FALSE(flags.empty());
   const CpuVectorFeatures f = DetectCpuVectorFeatures();
   EXPECT_EQ(f.avx, flags.count("avx") == 1);
-  EXPECT_EQ(f.avx2_fma, flags.count("avx2") == 1 && flags.count("fma") == 1);
-  EXPECT_EQ(f.avx512, flags.count("avx512f") && flags.count("avx512cd") && flags.count("avx512bw") &&
+  EXPECT_EQ(f.avx2_fma, flags.count("avx") && flags.count("avx2") && flags.count("fma"));
+  EXPECT_EQ(f.avx512, f.avx2_fma && flags.count("avx512f") && flags.count("avx512cd") && flags.count("avx512bw") &&
                           flags.count("avx512dq") && flags.count("avx512vl"));
 }
 
@@ -91,14 +112,14 @@ TEST(UseBestBlasCore, LeavesOpenBlasOwnChoiceOrReplacesItsFallback) {
     EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
     return;
   }
-  ExpectProductCorrect(2);
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(2));
   const std::string loaded = CoreName();
   const std::optional<std::string> better = BetterBlasCore(loaded, DetectCpuVectorFeatures());
   const BlasCore r = UseBestBlasCore();
   EXPECT_EQ(r.before, loaded);
   if (better) {
     EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
-    EXPECT_TRUE(SameName(r.after, *better)) << r.after;
+    EXPECT_TRUE(SameName(r.after, *better)) << r.after;  // Debian's build has every core
     ASSERT_NE(std::getenv("OPENBLAS_CORETYPE"), nullptr);
     EXPECT_EQ(std::string(std::getenv("OPENBLAS_CORETYPE")), *better);
   } else {
@@ -107,8 +128,8 @@ TEST(UseBestBlasCore, LeavesOpenBlasOwnChoiceOrReplacesItsFallback) {
     EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
   }
   EXPECT_EQ(CoreName(), r.after);
-  ExpectProductCorrect(1);
-  ExpectProductCorrect(2);
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(1));
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(2));
 }
 
 // On any CPU with AVX: after a fallback to Prescott, the call moves OpenBLAS to
@@ -117,16 +138,16 @@ TEST(UseBestBlasCore, ReplacesAFallbackToPrescott) {
   unsetenv("OPENBLAS_CORETYPE");
   if (!HasOpenBlas()) GTEST_SKIP() << "no OpenBLAS in this process (its libtorch uses another BLAS)";
   const std::optional<std::string> better = BetterBlasCore("Prescott", DetectCpuVectorFeatures());
-  ASSERT_TRUE(better.has_value()) << "this x86-64 CPU has no AVX";
-  FallBackToPrescott();
-  ExpectProductCorrect(2);
+  if (!better) GTEST_SKIP() << "this CPU runs nothing wider than OpenBLAS's Prescott kernels";
+  ASSERT_NO_FATAL_FAILURE(FallBackToPrescott());
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(2));
   const BlasCore r = UseBestBlasCore();
   EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
   EXPECT_EQ(r.before, "Prescott");
   EXPECT_TRUE(SameName(r.after, *better)) << r.after;
   EXPECT_TRUE(SameName(CoreName(), *better)) << CoreName();
-  ExpectProductCorrect(1);
-  ExpectProductCorrect(2);
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(1));
+  ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(2));
   // A second call finds its own setting and keeps it.
   const BlasCore again = UseBestBlasCore();
   EXPECT_EQ(again.choice, BlasCoreChoice::kAlreadySet);

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "backend/blas_product_check.h"
+#include "backend/test_blas_product.h"
 
 namespace tokenbatch::backend {
 namespace {
