@@ -40,32 +40,56 @@ std::optional<std::string> BetterBlasCore(std::string_view chosen, const CpuVect
   return std::nullopt;
 }
 
+namespace {
+
+// OpenBLAS exports these (openblas_get_corename publicly; the rest for its own
+// initialisation and fork handling, not in its header, hence the types written
+// out here). A serial OpenBLAS has no thread pool, so no shutdown or start.
+struct OpenBlasCoreSelection {
+  char* (*corename)() = nullptr;
+  void (*quit)() = nullptr;
+  void (*init)() = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*start)() = nullptr;
+
+  static const OpenBlasCoreSelection& Get() {
+    static const OpenBlasCoreSelection found{
+        .corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename")),
+        .quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit")),
+        .init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init")),
+        .shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")),
+        .start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"))};
+    return found;
+  }
+  bool present() const { return corename != nullptr && quit != nullptr && init != nullptr; }
+};
+
+}  // namespace
+
+bool RerunBlasCoreSelection() {
+  const OpenBlasCoreSelection& blas = OpenBlasCoreSelection::Get();
+  if (!blas.present()) return false;
+  if (blas.shutdown != nullptr) blas.shutdown();
+  blas.quit();
+  blas.init();
+  if (blas.start != nullptr) blas.start();
+  return true;
+}
+
 BlasCore UseBestBlasCore() {
-  // OpenBLAS exports these (openblas_get_corename publicly; the rest for its
-  // own initialisation and fork handling, not in its header, hence the types
-  // written out here).
-  const auto corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
-  const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
-  // A serial OpenBLAS has no thread pool to stop and start.
-  const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
-  const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
-  if (corename == nullptr || quit == nullptr || init == nullptr) return {};
-  BlasCore result{.choice = BlasCoreChoice::kKept, .before = corename(), .after = ""};
+  const OpenBlasCoreSelection& blas = OpenBlasCoreSelection::Get();
+  if (!blas.present()) return {};
+  BlasCore result{.choice = BlasCoreChoice::kKept, .before = blas.corename(), .after = ""};
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
     result.choice = BlasCoreChoice::kAlreadySet;
   } else if (const std::optional<std::string> better = BetterBlasCore(result.before, DetectCpuVectorFeatures())) {
     setenv("OPENBLAS_CORETYPE", better->c_str(), /*overwrite=*/0);
-    // No pool thread may run a kernel while the core changes under it.
-    if (shutdown != nullptr) shutdown();
-    quit();
-    init();
-    if (start != nullptr) start();
+    RerunBlasCoreSelection();
     // A build without that core's kernels substitutes the nearest it has, which
     // is still a switch; a refused name leaves Prescott.
-    if (!SameName(corename(), result.before)) result.choice = BlasCoreChoice::kSwitched;
+    if (!SameName(blas.corename(), result.before)) result.choice = BlasCoreChoice::kSwitched;
   }
-  result.after = corename();
+  result.after = blas.corename();
   return result;
 }
 

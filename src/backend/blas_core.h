@@ -63,6 +63,15 @@ struct BlasCore {
   std::string after;
 };
 
+// Has OpenBLAS choose its core again, as at load time: by OPENBLAS_CORETYPE
+// when that is set, else by its own table. Its thread pool (where the build has
+// one) is stopped meanwhile, so no pool thread runs a kernel while the core
+// changes under it. Returns false, doing nothing, without an OpenBLAS that
+// selects its core at run time (DYNAMIC_ARCH). Same calling rules as
+// UseBestBlasCore: single-threaded, no BLAS call running; blocks while the pool
+// restarts.
+bool RerunBlasCoreSelection();
+
 // Has OpenBLAS run on BetterBlasCore's core where it fell back to Prescott,
 // unless OPENBLAS_CORETYPE is already set. Call it once, early, while the
 // process has a single thread: it changes the environment (setenv is not safe

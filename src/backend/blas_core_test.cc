@@ -45,16 +45,8 @@ bool SameName(const std::string& a, const std::string& b) { return strcasecmp(a.
 // know, the way OPENBLAS_CORETYPE would at load time; the variable is then
 // removed again.
 void FallBackToPrescott() {
-  const auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
-  const auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
-  const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
-  const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
-  ASSERT_TRUE(quit && init);
   setenv("OPENBLAS_CORETYPE", "Prescott", 1);
-  if (shutdown != nullptr) shutdown();
-  quit();
-  init();
-  if (start != nullptr) start();
+  ASSERT_TRUE(RerunBlasCoreSelection());
   unsetenv("OPENBLAS_CORETYPE");
   ASSERT_EQ(CoreName(), "Prescott");
 }
