@@ -4,7 +4,8 @@
 # scripts/requirements.txt pins; no package registry, no build tools needed).
 #
 #   build-pytorch/           the build, against the libtorch of build/venv's torch
-#                            (the same build the test suite's stage uses)
+#                            (scripts/build_pytorch.sh: the main job's and the
+#                            test suite's stage's build too)
 #   build/gpu-bundle/        the bundle (docs/gpu.md), at most 60 MiB:
 #     bin/tokenbatch, bin/attention_test   launchers: find torch through the
 #                            machine's Python, refuse another torch version, run
@@ -28,20 +29,8 @@ LIMIT_MIB=60
 mkdir -p build
 PY=build/venv/bin/python
 
+JOBS="$JOBS" bash scripts/build_pytorch.sh tokenbatch_cli hf_encoder_test attention_test
 read -r torch_version torch_dir < <("$PY" -c 'import os, torch; print(torch.__version__, os.path.dirname(torch.__file__))')
-torch_cmake="$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
-pinned="$(sed -n 's/^torch==//p' scripts/requirements.txt)"
-if [ "${torch_version%%+*}" != "$pinned" ]; then
-  echo "gpu_bundle: build/venv has torch $torch_version, scripts/requirements.txt pins $pinned: run scripts/setup.sh" >&2
-  exit 1
-fi
-
-# The main configuration (scripts/test.sh's MAIN_CONFIG), so that every object
-# that does not see libtorch comes from ccache.
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKENBATCH_WERROR=ON \
-  -DTOKENBATCH_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$torch_cmake" > build/gpu-bundle-configure.log 2>&1 ||
-  { cat build/gpu-bundle-configure.log >&2; exit 1; }
-cmake --build "$BUILD" -j "$JOBS" --target tokenbatch_cli hf_encoder_test attention_test
 
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/libexec"

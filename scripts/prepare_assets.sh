@@ -20,8 +20,8 @@ bash scripts/fetch_models.sh
 # converts them to tokenizer.json with transformers, as Hugging Face does for XLM-R, T5,
 # Llama and Gemma; generate_build_goldens.py writes golden/<name>.jsonl (ids, byte
 # offsets, decodings of every text) and golden/<name>.decode_cases.jsonl from Hugging
-# Face's tokenizers. Both need the project's Python environment build/venv, which only
-# the tests install: the main job (scripts/main.sh, TOKENBATCH_TEST_ASSETS=0) and any
+# Face's tokenizers. Both need the project's Python environment build/venv; the main
+# job (scripts/main.sh, TOKENBATCH_TEST_ASSETS=0), which serves without them, and any
 # run without build/venv skip this. Idempotent: the stamp holds the sha256 of every
 # input, and when it matches nothing runs. What a run writes is also kept outside
 # the clone, under the digest of those inputs (TOKENBATCH_ASSET_CACHE, default

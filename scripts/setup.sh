@@ -84,9 +84,10 @@ if [ ! -e /usr/share/man/zh_CN/man1/bash.1.gz ]; then
   rm -rf "$tmp"
 fi
 
-# The reference tokenizer and the official openai client (PyPI, pinned) in
-# build/venv: for tests and reference implementations only, so the main job
-# (scripts/main.sh) skips it with TOKENBATCH_SETUP_PYTHON=0.
+# build/venv from scripts/requirements.txt (PyPI, pinned): the tests' reference
+# implementations and clients, and the torch wheel whose libtorch the main job's
+# program is built against by default (scripts/build_pytorch.sh).
+# TOKENBATCH_SETUP_PYTHON=0 skips it (scripts/main.sh on Debian's libtorch).
 if [ "${TOKENBATCH_SETUP_PYTHON:-1}" != 0 ]; then
   bash scripts/setup_python.sh
 fi

@@ -9,12 +9,15 @@
 # and a table of tokens/s and the ratio to sentence-transformers' float32. The quality of each
 # mode against float32 is the tests' (hf_encoder_test's LowPrecision tests).
 #
-# Usage: bash bench/peers/compare_precision.sh BUILD_DIR [TEXTS] [MIX]
-#   (defaults 2000 texts of the seed mix); env THREADS (default 2), INTRA_OP
-#   (default "fixed adaptive").
+# Usage: bash bench/peers/compare_precision.sh BUILD_DIR[,BUILD_DIR...] [TEXTS] [MIX]
+#   (defaults 2000 texts of the seed mix; several builds, e.g.
+#   build-pytorch,build for the two libtorch builds, run in turn against the one
+#   reference run, each row named by its build); env THREADS (default 2),
+#   INTRA_OP (default "fixed adaptive").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BUILD="${1:?usage: compare_precision.sh BUILD_DIR [TEXTS] [MIX]}"
+BUILDS="${1:?usage: compare_precision.sh BUILD_DIR[,BUILD_DIR...] [TEXTS] [MIX]}"
+BUILD="${BUILDS%%,*}"  # its tokenbatch writes the workload
 TEXTS="${2:-2000}"
 MIX="${3:-seed}"
 THREADS="${THREADS:-2}"
@@ -26,15 +29,20 @@ st=$("$PY" bench/peers/offline_st.py "$WORKLOAD" --model-dir "$MODEL_DIR" --text
   --batch-size 32)
 echo "sentence-transformers float32: $st"
 results=()
-for intra_op in $INTRA_OP; do
-  for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
-    name="${mode%%:*}, intra-op $intra_op"
-    file="$CACHE/precision-${mode%%:*}-$intra_op.json"
-    # shellcheck disable=SC2086  # the mode's flags are words
-    "$TB" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware --threads "$THREADS" \
-      --intra-op "$intra_op" --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$file"
-    echo "tokenbatch $name: $(cat "$file")"
-    results+=("$name=$file")
+IFS=, read -r -a build_dirs <<<"$BUILDS"
+for build in "${build_dirs[@]}"; do
+  label=""
+  ((${#build_dirs[@]} == 1)) || label="($build) "
+  for intra_op in $INTRA_OP; do
+    for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
+      name="$label${mode%%:*}, intra-op $intra_op"
+      file="$CACHE/precision-$(basename "$build")-${mode%%:*}-$intra_op.json"
+      # shellcheck disable=SC2086  # the mode's flags are words
+      "$build/src/cli/tokenbatch" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware \
+        --threads "$THREADS" --intra-op "$intra_op" --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$file"
+      echo "tokenbatch $name: $(cat "$file")"
+      results+=("$name=$file")
+    done
   done
 done
 "$PY" - "$st" "${results[@]}" <<'PYEOF'

@@ -12,8 +12,11 @@
 # Usage: bash bench/peers/compare_servers.sh BUILD_DIR [MIX]
 #   MIX: a generated mix of `tokenbatch simulate` (seed, all_short, long_tailed;
 #   default seed); env CONNECTIONS, RATES, DURATION, WARMUP, OUT, SERVERS
-#   ("tokenbatch infinity"), TOKENBATCH_FLAGS (more `serve` flags, e.g.
-#   "--batch-window fixed"), INFINITY_DTYPE (Infinity's --dtype, default float32).
+#   ("tokenbatch infinity"; `tokenbatch@DIR` adds the build in DIR, e.g.
+#   SERVERS="tokenbatch tokenbatch@build infinity" with BUILD_DIR build-pytorch
+#   compares the two libtorch builds and Infinity in one run), TOKENBATCH_FLAGS
+#   (more `serve` flags, e.g. "--batch-window fixed"), INFINITY_DTYPE
+#   (Infinity's --dtype, default float32).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD="${1:?usage: compare_servers.sh BUILD_DIR [MIX]}"
@@ -54,9 +57,11 @@ measure() {  # measure SERVER URL MODE LOAD [client flags...]
 
 for server in $SERVERS; do
   case "$server" in
-    tokenbatch)
+    tokenbatch | tokenbatch@*)
+      binary="$TB"
+      [ "$server" = tokenbatch ] || binary="${server#tokenbatch@}/src/cli/tokenbatch"
       # shellcheck disable=SC2086
-      "$TB" serve --model-id "$MODEL_DIR" --served-model-name all-MiniLM-L6-v2 --port "$PORT_TB" --log-level warn \
+      "$binary" serve --model-id "$MODEL_DIR" --served-model-name all-MiniLM-L6-v2 --port "$PORT_TB" --log-level warn \
         ${TOKENBATCH_FLAGS:-} &
       server_pid=$!
       wait_up "$PORT_TB" 120
@@ -67,6 +72,7 @@ for server in $SERVERS; do
       server_pid=$(cat build/peers-cache/infinity.pid)
       url="http://127.0.0.1:$PORT_INF/embeddings"
       ;;
+    *) echo "compare_servers: unknown server '$server' (tokenbatch, tokenbatch@DIR, infinity)" >&2; exit 2 ;;
   esac
   for c in $CONNECTIONS; do
     measure "$server" "$url" closed "$c" --connections "$c" --warmup "$WARMUP" --duration "$DURATION"

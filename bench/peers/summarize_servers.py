@@ -5,8 +5,8 @@ Reads the JSON Lines it wrote (one load_client.py report per server, mode and
 load) and prints a Markdown table: requests/s, tokens/s (capped at the model's
 length, the work the servers really do), p50/p99 latency per class (short,
 long), server CPU µs per capped token, the slowest second's answers and the
-seconds with none (stalls); then, per load, tokenbatch's requests/s
-and p99 as ratios of Infinity's.
+seconds with none (stalls); then, per load and per tokenbatch server
+(`tokenbatch`, `tokenbatch@DIR`), its requests/s and p99 as ratios of Infinity's.
 
 Usage: python3 bench/peers/summarize_servers.py build/peers-cache/servers.jsonl
 """
@@ -42,17 +42,17 @@ def main():
               f"{stalls(r)} |")
     by_key = {(r["server"], r["mode"], r["load"]): r for r in rows}
     print()
-    print("| load | tokenbatch / Infinity req/s | p99 ratio (overall) |")
-    print("|---|---|---|")
+    print("| server | load | / Infinity req/s | p99 ratio (overall) |")
+    print("|---|---|---|---|")
     for (server, mode, load), r in by_key.items():
         other = by_key.get(("infinity", mode, load))
-        if server != "tokenbatch" or other is None or not other["requests_per_s"]:
+        if not server.startswith("tokenbatch") or other is None or not other["requests_per_s"]:
             continue
         p99 = r["latency"]["overall"].get("p99_ms")
         p99_other = other["latency"]["overall"].get("p99_ms")
         name = f"{load} conn" if mode == "closed" else f"{load}/s Poisson"
         ratio_p99 = f"{p99 / p99_other:.3f}" if p99 and p99_other else "-"
-        print(f"| {name} | {r['requests_per_s'] / other['requests_per_s']:.3f} | {ratio_p99} |")
+        print(f"| {server} | {name} | {r['requests_per_s'] / other['requests_per_s']:.3f} | {ratio_p99} |")
 
 
 if __name__ == "__main__":
