@@ -17,6 +17,7 @@ PY=build/venv/bin/python
 (($#)) || { echo "usage: build_pytorch.sh TARGET..." >&2; exit 2; }
 mkdir -p build
 
+[ -x "$PY" ] || { echo "build_pytorch: no $PY: run scripts/setup.sh" >&2; exit 1; }
 torch_version="$("$PY" -c 'import torch; print(torch.__version__)')"
 torch_cmake="$("$PY" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 pinned="$(sed -n 's/^torch==//p' scripts/requirements.txt)"

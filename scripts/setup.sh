@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package the build, tests, benchmarks and tools need, then
-# the project's Python environment (build/venv, pinned PyPI packages for tests and
-# reference implementations: scripts/setup_python.sh). The product's tokenizers are
+# the project's Python environment (build/venv, pinned PyPI packages for tests,
+# reference implementations and the main job's libtorch: scripts/setup_python.sh). The product's tokenizers are
 # committed (data/tokenizers). Idempotent: when everything
 # is already installed it only runs dpkg-query and compares one file (well under a
 # second).

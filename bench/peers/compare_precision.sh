@@ -17,7 +17,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILDS="${1:?usage: compare_precision.sh BUILD_DIR[,BUILD_DIR...] [TEXTS] [MIX]}"
-BUILD="${BUILDS%%,*}"  # its tokenbatch writes the workload
+IFS=, read -r -a build_dirs <<<"${BUILDS// /}"
+for build in "${build_dirs[@]}"; do
+  [ -x "$build/src/cli/tokenbatch" ] || { echo "compare_precision: no $build/src/cli/tokenbatch" >&2; exit 2; }
+done
+BUILD="${build_dirs[0]}"  # its tokenbatch writes the workload
 TEXTS="${2:-2000}"
 MIX="${3:-seed}"
 THREADS="${THREADS:-2}"
@@ -29,14 +33,13 @@ st=$("$PY" bench/peers/offline_st.py "$WORKLOAD" --model-dir "$MODEL_DIR" --text
   --batch-size 32)
 echo "sentence-transformers float32: $st"
 results=()
-IFS=, read -r -a build_dirs <<<"$BUILDS"
 for build in "${build_dirs[@]}"; do
   label=""
   ((${#build_dirs[@]} == 1)) || label="($build) "
   for intra_op in $INTRA_OP; do
     for mode in "float32:--dtype float32" "bfloat16:--dtype bfloat16" "int8:--quantize int8"; do
       name="$label${mode%%:*}, intra-op $intra_op"
-      file="$CACHE/precision-$(basename "$build")-${mode%%:*}-$intra_op.json"
+      file="$CACHE/precision-${build//\//_}-${mode%%:*}-$intra_op.json"
       # shellcheck disable=SC2086  # the mode's flags are words
       "$build/src/cli/tokenbatch" bench --model-id "$MODEL_DIR" --workload "$WORKLOAD" --policies ours-length-aware \
         --threads "$THREADS" --intra-op "$intra_op" --max-positions "$MAX_TOKENS" --json --no-progress ${mode#*:} >"$file"

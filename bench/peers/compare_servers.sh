@@ -35,6 +35,17 @@ mkdir -p "$(dirname "$OUT")"
 : >"$OUT"
 make_workload "$MIX" 2000 "$CACHE/workload-$MIX.jsonl"
 
+# Every server named is checked before the first is measured.
+for server in $SERVERS; do
+  case "$server" in
+    tokenbatch | infinity) ;;
+    tokenbatch@*)
+      [ -x "${server#tokenbatch@}/src/cli/tokenbatch" ] ||
+        { echo "compare_servers: $server: no ${server#tokenbatch@}/src/cli/tokenbatch" >&2; exit 2; } ;;
+    *) echo "compare_servers: unknown server '$server' (tokenbatch, tokenbatch@DIR, infinity)" >&2; exit 2 ;;
+  esac
+done
+
 server_pid=""
 stop_server() {  # Infinity is not our child (setsid): poll until it has gone
   if [ -n "$server_pid" ]; then
@@ -72,7 +83,6 @@ for server in $SERVERS; do
       server_pid=$(cat build/peers-cache/infinity.pid)
       url="http://127.0.0.1:$PORT_INF/embeddings"
       ;;
-    *) echo "compare_servers: unknown server '$server' (tokenbatch, tokenbatch@DIR, infinity)" >&2; exit 2 ;;
   esac
   for c in $CONNECTIONS; do
     measure "$server" "$url" closed "$c" --connections "$c" --warmup "$WARMUP" --duration "$DURATION"

@@ -30,7 +30,7 @@ def main():
                              f"{lat['short'].get('p99_ms', 0)} {lat['long'].get('p99_ms', 0)}")
             blocks[mode].append("\n".join(lines))
         (out / f"servers_{mode}.dat").write_text("\n\n\n".join(blocks[mode]) + "\n")
-    closed = f"""set terminal pngcairo size 1000,420
+    closed = f"""set terminal pngcairo noenhanced size 1000,420
 names = '{" ".join(servers)}'
 set output '{out}/servers_closed.png'
 set multiplot layout 1,2 title 'all-MiniLM-L6-v2 on this CPU, seed mix, closed loop'
@@ -44,7 +44,7 @@ set logscale y
 plot for [i=0:{len(servers) - 1}] '{out}/servers_closed.dat' index i using 1:3 with linespoints notitle
 unset multiplot
 """
-    opened = f"""set terminal pngcairo size 1000,420
+    opened = f"""set terminal pngcairo noenhanced size 1000,420
 names = '{" ".join(servers)}'
 set output '{out}/servers_open.png'
 set multiplot layout 1,2 title 'all-MiniLM-L6-v2 on this CPU, seed mix, open loop (Poisson)'
