@@ -23,8 +23,13 @@ own resolution.
 Compare mode (--compare NAME=FLAGS ...): one server per variant (FLAGS are
 `tokenbatch serve`'s, the backend included; leading VAR=value words go to the
 server's environment, and TOKENBATCH_BINARY=path runs another build); each
-variant's mean requests/s and p50 against the first variant's, with the same
-intervals.
+variant's mean requests/s, p50 and server CPU time per request (user plus
+system, all threads, from /proc over the measured window) against the first
+variant's, with the same intervals; then each variant's spread of CPU per
+request over the rounds and how it correlates with the first variant's rounds,
+with its own previous round, and with its batch size and forward time per input
+in the same window (from /metrics): run two identical variants to see whether
+that spread is the machine's, a server's state or its batching.
 
 Stdlib only. Needs wrk and bench/server/embeddings.lua (one short text per
 request). Examples:
@@ -105,6 +110,47 @@ def wrk(port, connections, seconds):
     return {k: float(v) for k, v in (kv.split("=") for kv in match.group(1).split())}
 
 
+def cpu_seconds(proc):
+    """CPU time (user + system, every thread) the process has used so far."""
+    with open(f"/proc/{proc.pid}/stat") as f:
+        # Fields after the command name, which is in parentheses and may hold spaces.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
+BATCH_METRICS = ("tokenbatch_batch_size_sum", "tokenbatch_batch_size_count", "tokenbatch_inference_seconds_sum")
+
+
+def batch_counters(port):
+    """The server's batch counters from /metrics (Prometheus text), summed over
+    their labels: inputs batched, batches, seconds in forwards."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+        text = reply.read().decode()
+    totals = dict.fromkeys(BATCH_METRICS, 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return totals
+
+
+def measured(proc, port, connections, seconds):
+    """wrk's fields plus, over the same window, the server's CPU time per request
+    (ms), its mean batch size (inputs) and its forward time per batched input
+    (ms): a change in CPU per request with the same batches and slower forwards
+    is the CPU's speed, with smaller batches it is the batching."""
+    before, counters_before = cpu_seconds(proc), batch_counters(port)
+    result = wrk(port, connections, seconds)
+    used = cpu_seconds(proc) - before
+    delta = {k: v - counters_before[k] for k, v in batch_counters(port).items()}
+    inputs, batches = delta["tokenbatch_batch_size_sum"], delta["tokenbatch_batch_size_count"]
+    nan = float("nan")
+    result["cpu_ms_per_request"] = 1000 * used / result["requests"] if result.get("requests") else nan
+    result["batch_size_mean"] = inputs / batches if batches else nan
+    result["forward_ms_per_input"] = 1000 * delta["tokenbatch_inference_seconds_sum"] / inputs if inputs else nan
+    return result
+
+
 def groups(args):
     """[(group name, reference server or None, {server name: serve flags})]."""
     if args.compare:
@@ -151,10 +197,12 @@ def measure(args, out):
                             wrk(port, c, args.warmup)
                         row = {"run": run, "backend": group, "connections": c, "round": r, "window": name,
                                "serve": described[name],
-                               **({"reference": reference} if reference else {}), **wrk(port, c, args.duration)}
+                               **({"reference": reference} if reference else {}),
+                               **measured(proc, port, c, args.duration)}
                         print(json.dumps(row), file=out, flush=True)
                         print(f"{group} c={c} round={r} {name} "
-                              f"requests_per_s={row['requests_per_s']:.1f} p50_ms={row['p50_ms']:.3f}",
+                              f"requests_per_s={row['requests_per_s']:.1f} p50_ms={row['p50_ms']:.3f} "
+                              f"cpu_ms_per_request={row['cpu_ms_per_request']:.3f}",
                               file=sys.stderr, flush=True)
         finally:
             for _, proc in servers.values():
@@ -240,22 +288,61 @@ def summarize_windows(cells, resamples):
 
 
 def summarize_variants(cells, resamples):
-    print("| connections | rounds | variant | req/s (mean) | p50 ms (mean) | req/s ratio [90 % interval] "
-          "| p50 ratio [90 % interval] |")
-    print("|---|---|---|---|---|---|---|")
+    """Per variant: mean requests/s, p50 and server CPU per request, each as a
+    ratio to the reference variant with its interval. Rows from before the CPU
+    was recorded show it as "-"."""
+    print("| connections | rounds | variant | req/s (mean) | p50 ms (mean) | CPU ms/request (mean) "
+          "| req/s ratio [90 % interval] | p50 ratio [90 % interval] | CPU/request ratio [90 % interval] |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for (_, c, _), (reference, full) in cells.items():
         if not reference or not full:
             continue
-        rps = [{k: v["requests_per_s"] for k, v in w.items()} for w in full]
-        p50 = [{k: v["p50_ms"] for k, v in w.items()} for w in full]
+        metrics = [[{k: v.get(field, float("nan")) for k, v in w.items()} for w in full]
+                   for field in ("requests_per_s", "p50_ms", "cpu_ms_per_request")]
+        has_cpu = all(all(x == x for x in w.values()) for w in metrics[2])  # no NaN: recorded in every round
         for name in sorted(full[0], key=lambda n: n != reference):
-            mean_rps = sum(r[name] for r in rps) / len(rps)
-            mean_p50 = sum(r[name] for r in p50) / len(p50)
-            cols = ["reference", "reference"]
+            means = [sum(r[name] for r in m) / len(m) for m in metrics]
+            cols = ["reference"] * 3
             if name != reference:
                 cols = [f"{ratio(x, name, (reference,)):.3f} [{lo:.3f}, {hi:.3f}]"
-                        for x in (rps, p50) for lo, hi in [interval(x, name, (reference,), resamples)]]
-            print(f"| {c} | {len(full)} | {name} | {mean_rps:.1f} | {mean_p50:.3f} | {cols[0]} | {cols[1]} |")
+                        for x in metrics for lo, hi in [interval(x, name, (reference,), resamples)]]
+            if not has_cpu:
+                cols[2] = "-"
+            cpu = f"{means[2]:.3f}" if has_cpu else "-"
+            print(f"| {c} | {len(full)} | {name} | {means[0]:.1f} | {means[1]:.3f} | {cpu} | {cols[0]} | {cols[1]} "
+                  f"| {cols[2]} |")
+
+
+def correlation(xs, ys):
+    """Pearson's correlation of two equally long lists (nan when either is constant)."""
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sxx, syy = sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys)
+    return sxy / (sxx * syy) ** 0.5 if sxx > 0 and syy > 0 else float("nan")
+
+
+def summarize_cpu_spread(cells):
+    """How much each variant's CPU per request moves between rounds, and whether
+    the variants move together: the servers of one round run back to back, so a
+    change in the machine that lasts longer than a round moves them alike and
+    correlates their rounds, while a state one server process gets into (and
+    stays in) correlates that server's consecutive rounds instead. Two
+    identical variants (an A/A run) tell these apart."""
+    print("| connections | variant | CPU ms/request min · max (max / min) | correlation of its rounds with the reference's "
+          "| correlation with its own previous round | ... with its batch size | ... with its forward ms per input |")
+    print("|---|---|---|---|---|---|---|")
+    for (_, c, _), (reference, full) in cells.items():
+        if not reference or not full or any("cpu_ms_per_request" not in row for w in full for row in w.values()):
+            continue
+        per_variant = {name: [w[name]["cpu_ms_per_request"] for w in full] for name in full[0]}
+        for name in sorted(per_variant, key=lambda n: n != reference):
+            values = per_variant[name]
+            corr = "reference" if name == reference else f"{correlation(per_variant[reference], values):.2f}"
+            own = correlation(values[:-1], values[1:]) if len(values) > 2 else float("nan")
+            with_batch = [correlation(values, [w[name].get(k, float("nan")) for w in full])
+                          for k in ("batch_size_mean", "forward_ms_per_input")]
+            print(f"| {c} | {name} | {min(values):.3f} · {max(values):.3f} ({max(values) / min(values):.3f}) | {corr} "
+                  f"| {own:.2f} | {with_batch[0]:.2f} | {with_batch[1]:.2f} |")
 
 
 def summarize(rows, resamples):
@@ -264,6 +351,8 @@ def summarize(rows, resamples):
         summarize_windows({k: v for k, v in cells.items() if v[0] is None}, resamples)
     if any(v[0] for v in cells.values()):
         summarize_variants({k: v for k, v in cells.items() if v[0]}, resamples)
+        print()
+        summarize_cpu_spread({k: v for k, v in cells.items() if v[0]})
 
 
 def main():

@@ -1,9 +1,10 @@
 #include "backend/blas_core.h"
 
-#include <dlfcn.h>
 #include <strings.h>
 
 #include <cstdlib>
+
+#include "backend/openblas_runtime.h"
 
 namespace tokenbatch::backend {
 namespace {
@@ -40,45 +41,19 @@ std::optional<std::string> BetterBlasCore(std::string_view chosen, const CpuVect
   return std::nullopt;
 }
 
-namespace {
-
-// OpenBLAS exports these (openblas_get_corename publicly; the rest for its own
-// initialisation and fork handling, not in its header, hence the types written
-// out here). A serial OpenBLAS has no thread pool, so no shutdown or start.
-struct OpenBlasCoreSelection {
-  char* (*corename)() = nullptr;
-  void (*quit)() = nullptr;
-  void (*init)() = nullptr;
-  int (*shutdown)() = nullptr;
-  int (*start)() = nullptr;
-
-  static const OpenBlasCoreSelection& Get() {
-    static const OpenBlasCoreSelection found{
-        .corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename")),
-        .quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit")),
-        .init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init")),
-        .shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_")),
-        .start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"))};
-    return found;
-  }
-  bool present() const { return corename != nullptr && quit != nullptr && init != nullptr; }
-};
-
-}  // namespace
-
 bool RerunBlasCoreSelection() {
-  const OpenBlasCoreSelection& blas = OpenBlasCoreSelection::Get();
-  if (!blas.present()) return false;
-  if (blas.shutdown != nullptr) blas.shutdown();
-  blas.quit();
-  blas.init();
-  if (blas.start != nullptr) blas.start();
+  const OpenBlasRuntime& blas = OpenBlasRuntime::Get();
+  if (!blas.has_core_selection()) return false;
+  blas.RestartThreadPool([&] {
+    blas.quit();
+    blas.init();
+  });
   return true;
 }
 
 BlasCore UseBestBlasCore() {
-  const OpenBlasCoreSelection& blas = OpenBlasCoreSelection::Get();
-  if (!blas.present()) return {};
+  const OpenBlasRuntime& blas = OpenBlasRuntime::Get();
+  if (!blas.has_core_selection()) return {};
   BlasCore result{.choice = BlasCoreChoice::kKept, .before = blas.corename(), .after = ""};
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) {
     result.choice = BlasCoreChoice::kAlreadySet;

@@ -1,25 +1,32 @@
 #include "backend/blas_spin_wait.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <string>
 
+#include "backend/openblas_runtime.h"
+
 namespace tokenbatch::backend {
 
-BlasSpinWait ShortenBlasSpinWait() {
+BlasSpinWait SetShortBlasSpinWait() {
   if (std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr) return BlasSpinWait::kAlreadySet;
-  // OpenBLAS exports these for its own fork handling; they are not in its
-  // public header, hence the types written out here.
-  const auto read_env = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "openblas_read_env"));
-  const auto shutdown = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
-  const auto start = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "blas_thread_init"));
-  if (read_env == nullptr || shutdown == nullptr || start == nullptr) return BlasSpinWait::kNoOpenBlas;
+  const OpenBlasRuntime& blas = OpenBlasRuntime::Get();
+  if (blas.read_env == nullptr || !blas.has_thread_pool()) return BlasSpinWait::kNoOpenBlas;
   setenv("OPENBLAS_THREAD_TIMEOUT", std::to_string(kBlasThreadTimeoutExponent).c_str(), /*overwrite=*/0);
-  read_env();
-  shutdown();
-  start();
+  blas.read_env();
   return BlasSpinWait::kShortened;
+}
+
+bool RestartBlasThreadPool() {
+  const OpenBlasRuntime& blas = OpenBlasRuntime::Get();
+  if (!blas.has_thread_pool()) return false;
+  blas.RestartThreadPool([] {});
+  return true;
+}
+
+BlasSpinWait ShortenBlasSpinWait() {
+  const BlasSpinWait result = SetShortBlasSpinWait();
+  if (result == BlasSpinWait::kShortened) RestartBlasThreadPool();
+  return result;
 }
 
 }  // namespace tokenbatch::backend

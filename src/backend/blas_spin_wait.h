@@ -15,7 +15,8 @@
 // (OPENBLAS_THREAD_TIMEOUT, an exponent: 2^n cycles, clamped to 4..30; see
 // OpenBLAS's USAGE.md and driver/others/blas_server.c) when its thread pool
 // starts, so ShortenBlasSpinWait sets the variable and restarts the pool, the
-// same shutdown and start OpenBLAS itself runs around fork().
+// same shutdown and start OpenBLAS itself runs around fork()
+// (openblas_runtime.h).
 //
 // No libtorch and no OpenBLAS headers: the functions are looked up at run time
 // (dlsym), so a libtorch on another BLAS (the PyPI wheel's MKL) is left alone.
@@ -34,12 +35,25 @@ enum class BlasSpinWait {
   kNoOpenBlas,  // the process has no OpenBLAS thread pool to configure
 };
 
-// Shortens OpenBLAS's spin-wait unless OPENBLAS_THREAD_TIMEOUT is already set.
+// Shortens OpenBLAS's spin-wait unless OPENBLAS_THREAD_TIMEOUT is already set:
+// SetShortBlasSpinWait, then RestartBlasThreadPool when it set the variable.
 // Call it once, early, while the process has a single thread: it changes the
 // environment (setenv is not safe against concurrent getenv) and restarts
-// OpenBLAS's threads, so no BLAS call may be running. The command line calls it
-// first thing in main(). Blocks while OpenBLAS joins its threads and starts
-// new ones. Never fails: without OpenBLAS it does nothing.
+// OpenBLAS's threads, so no BLAS call may be running. Blocks while OpenBLAS
+// joins its threads and starts new ones. Never fails: without OpenBLAS it does
+// nothing.
 BlasSpinWait ShortenBlasSpinWait();
+
+// ShortenBlasSpinWait's first half: sets OPENBLAS_THREAD_TIMEOUT (unless already
+// set) and has OpenBLAS read it, which applies from the thread pool's next
+// start. For a caller that restarts the pool anyway (the command line's main(),
+// where UseBestBlasCore may switch OpenBLAS's kernels), so that the pool
+// restarts once. Same calling rules as ShortenBlasSpinWait; does not block.
+BlasSpinWait SetShortBlasSpinWait();
+
+// Stops OpenBLAS's thread pool and starts it again (so that it takes a new
+// OPENBLAS_THREAD_TIMEOUT). Returns false, doing nothing, without an OpenBLAS
+// thread pool. Same calling rules as ShortenBlasSpinWait; blocks likewise.
+bool RestartBlasThreadPool();
 
 }  // namespace tokenbatch::backend

@@ -36,6 +36,21 @@ TEST(BlasSpinWait, ShortensOnceAndKeepsProductsRight) {
   ExpectProductCorrect(2);
 }
 
+// The command line's order: the variable first, the pool's restart later (with
+// a switch of OpenBLAS's kernels, or alone).
+TEST(BlasSpinWait, SetsTheVariableNowAndTheRestartAppliesIt) {
+  unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  const bool has_openblas = dlsym(RTLD_DEFAULT, "openblas_read_env") != nullptr;
+  const BlasSpinWait set = SetShortBlasSpinWait();
+  EXPECT_EQ(set, has_openblas ? BlasSpinWait::kShortened : BlasSpinWait::kNoOpenBlas);
+  EXPECT_EQ(std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr, has_openblas);
+  EXPECT_EQ(RestartBlasThreadPool(), has_openblas);
+  if (!has_openblas) return;
+  ExpectProductCorrect(1);
+  ExpectProductCorrect(2);
+  EXPECT_EQ(SetShortBlasSpinWait(), BlasSpinWait::kAlreadySet);
+}
+
 TEST(BlasSpinWait, KeepsTheUsersValue) {
   setenv("OPENBLAS_THREAD_TIMEOUT", "25", 1);
   EXPECT_EQ(ShortenBlasSpinWait(), BlasSpinWait::kAlreadySet);
