@@ -139,7 +139,8 @@ def measured(proc, port, connections, seconds):
     (ms), its mean batch size (inputs) and its forward time per batched input
     (ms): a change in CPU per request with the same batches and slower forwards
     is the CPU's speed, with smaller batches it is the batching."""
-    before, counters_before = cpu_seconds(proc), batch_counters(port)
+    counters_before = batch_counters(port)
+    before = cpu_seconds(proc)  # after the scrape, so that its CPU is not counted
     result = wrk(port, connections, seconds)
     used = cpu_seconds(proc) - before
     delta = {k: v - counters_before[k] for k, v in batch_counters(port).items()}
@@ -328,21 +329,30 @@ def summarize_cpu_spread(cells):
     correlates their rounds, while a state one server process gets into (and
     stays in) correlates that server's consecutive rounds instead. Two
     identical variants (an A/A run) tell these apart."""
-    print("| connections | variant | CPU ms/request min · max (max / min) | correlation of its rounds with the reference's "
-          "| correlation with its own previous round | ... with its batch size | ... with its forward ms per input |")
-    print("|---|---|---|---|---|---|---|")
+    lines = []
     for (_, c, _), (reference, full) in cells.items():
         if not reference or not full or any("cpu_ms_per_request" not in row for w in full for row in w.values()):
             continue
         per_variant = {name: [w[name]["cpu_ms_per_request"] for w in full] for name in full[0]}
+        runs = [next(iter(w.values()))["run"] for w in full]
         for name in sorted(per_variant, key=lambda n: n != reference):
             values = per_variant[name]
             corr = "reference" if name == reference else f"{correlation(per_variant[reference], values):.2f}"
-            own = correlation(values[:-1], values[1:]) if len(values) > 2 else float("nan")
+            # Consecutive rounds of one run only: each run started its own server processes.
+            pairs = [(a, b) for a, b, ra, rb in zip(values, values[1:], runs, runs[1:]) if ra == rb]
+            own = correlation(*zip(*pairs)) if len(pairs) > 1 else float("nan")
             with_batch = [correlation(values, [w[name].get(k, float("nan")) for w in full])
                           for k in ("batch_size_mean", "forward_ms_per_input")]
-            print(f"| {c} | {name} | {min(values):.3f} · {max(values):.3f} ({max(values) / min(values):.3f}) | {corr} "
-                  f"| {own:.2f} | {with_batch[0]:.2f} | {with_batch[1]:.2f} |")
+            spread = f"{max(values) / min(values):.3f}" if min(values) > 0 else "-"
+            lines.append(f"| {c} | {name} | {min(values):.3f} · {max(values):.3f} ({spread}) | {corr} "
+                         f"| {own:.2f} | {with_batch[0]:.2f} | {with_batch[1]:.2f} |")
+    if not lines:
+        return
+    print()
+    print("| connections | variant | CPU ms/request min · max (max / min) | correlation of its rounds with the reference's "
+          "| correlation with its own previous round | ... with its batch size | ... with its forward ms per input |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(lines))
 
 
 def summarize(rows, resamples):
@@ -351,7 +361,6 @@ def summarize(rows, resamples):
         summarize_windows({k: v for k, v in cells.items() if v[0] is None}, resamples)
     if any(v[0] for v in cells.values()):
         summarize_variants({k: v for k, v in cells.items() if v[0]}, resamples)
-        print()
         summarize_cpu_spread({k: v for k, v in cells.items() if v[0]})
 
 

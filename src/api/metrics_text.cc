@@ -1,6 +1,9 @@
 // Prometheus text for MetricsSnapshot (see metrics_text.h).
 #include "api/metrics_text.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "absl/strings/str_cat.h"
 #include "tokenbatch/core/errors.h"
 
@@ -15,6 +18,20 @@ template <typename T>
 void Scalar(std::string& out, std::string_view name, std::string_view help, std::string_view type, T value) {
   Header(out, name, help, type);
   absl::StrAppend(&out, ToAbsl(name), " ", value, "\n");
+}
+
+// A sample value or bucket bound. absl::StrCat keeps only six significant
+// digits of a double, so a histogram's running sum (a counter a scraper
+// subtracts between scrapes) would move in steps once it grows past a million;
+// 15 digits keep such sums exact to the unit for as long as a double can, and
+// still print a scaled bound such as 1000 * 1e-6 as 0.001. Non-finite values
+// take the exposition format's spellings.
+std::string MetricValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
+  return text;
 }
 
 // learned_latency[i]'s label: its worker, or with intra-op widths its forwards'
@@ -39,11 +56,12 @@ void AppendHistogramSeries(std::string& out, std::string_view name, std::string_
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < h.bounds().size(); ++i) {
     cumulative += h.counts()[i];
-    absl::StrAppend(&out, ToAbsl(name), "_bucket{", with, "le=\"", h.bounds()[i] * scale, "\"} ", cumulative, "\n");
+    absl::StrAppend(&out, ToAbsl(name), "_bucket{", with, "le=\"", MetricValue(h.bounds()[i] * scale), "\"} ",
+                    cumulative, "\n");
   }
   cumulative += h.counts().empty() ? 0 : h.counts().back();
   absl::StrAppend(&out, ToAbsl(name), "_bucket{", with, "le=\"+Inf\"} ", cumulative, "\n");
-  absl::StrAppend(&out, ToAbsl(name), "_sum", only, " ", h.sum() * scale, "\n");
+  absl::StrAppend(&out, ToAbsl(name), "_sum", only, " ", MetricValue(h.sum() * scale), "\n");
   absl::StrAppend(&out, ToAbsl(name), "_count", only, " ", h.count(), "\n");
 }
 
@@ -123,7 +141,7 @@ std::string MetricsSnapshotText(const std::vector<LabeledMetrics>& models) {
     for (std::size_t w = 0; w < l.metrics->learned_latency.size(); ++w) {
       absl::StrAppend(&out, "tokenbatch_learned_batch_fixed_seconds",
                       Braced(l.labels, LatencyLabel(*l.metrics, w)), " ",
-                      l.metrics->learned_latency[w].fixed_us * 1e-6, "\n");
+                      MetricValue(l.metrics->learned_latency[w].fixed_us * 1e-6), "\n");
     }
   }
   Header(out, "tokenbatch_learned_batch_seconds_per_cost",
@@ -132,7 +150,7 @@ std::string MetricsSnapshotText(const std::vector<LabeledMetrics>& models) {
     for (std::size_t w = 0; w < l.metrics->learned_latency.size(); ++w) {
       absl::StrAppend(&out, "tokenbatch_learned_batch_seconds_per_cost",
                       Braced(l.labels, LatencyLabel(*l.metrics, w)), " ",
-                      l.metrics->learned_latency[w].us_per_cost * 1e-6, "\n");
+                      MetricValue(l.metrics->learned_latency[w].us_per_cost * 1e-6), "\n");
     }
   }
   struct HistogramFamily {

@@ -34,6 +34,18 @@ TEST(MetricsText, ScalesMicrosecondsToSeconds) {
   EXPECT_THAT(out, HasSubstr("t_seconds_sum 0.0015\n"));
 }
 
+// A scraper reads a histogram's sum as a counter and subtracts two scrapes:
+// past a million, six significant digits would move it in steps of ten.
+TEST(MetricsText, LargeSumsKeepEveryDigit) {
+  Histogram h({10});
+  for (int i = 0; i < 1234567; i += 1000) h.Observe(1000);  // 1,235 observations of 1000
+  h.Observe(567.25);
+  std::string out;
+  AppendHistogram(out, "s", "s", h);
+  EXPECT_THAT(out, HasSubstr("s_sum 1235567.25\n"));
+  EXPECT_THAT(out, HasSubstr("s_count 1236\n"));
+}
+
 TEST(MetricsText, SnapshotHasEveryFamily) {
   MetricsSnapshot m;
   m.queue_requests = 3;

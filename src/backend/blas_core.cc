@@ -59,7 +59,7 @@ BlasCore UseBestBlasCore() {
     result.choice = BlasCoreChoice::kAlreadySet;
   } else if (const std::optional<std::string> better = BetterBlasCore(result.before, DetectCpuVectorFeatures())) {
     setenv("OPENBLAS_CORETYPE", better->c_str(), /*overwrite=*/0);
-    RerunBlasCoreSelection();
+    result.reselected = RerunBlasCoreSelection();
     // A build without that core's kernels substitutes the nearest it has, which
     // is still a switch; a refused name leaves Prescott.
     if (!SameName(blas.corename(), result.before)) result.choice = BlasCoreChoice::kSwitched;

@@ -61,6 +61,9 @@ struct BlasCore {
   BlasCoreChoice choice = BlasCoreChoice::kNoOpenBlas;
   std::string before;
   std::string after;
+  // OpenBLAS chose its core again (RerunBlasCoreSelection), restarting its
+  // thread pool: true on a switch, and where OpenBLAS refused the better core.
+  bool reselected = false;
 };
 
 // Has OpenBLAS choose its core again, as at load time: by OPENBLAS_CORETYPE
@@ -76,7 +79,7 @@ bool RerunBlasCoreSelection();
 // unless OPENBLAS_CORETYPE is already set. Call it once, early, while the
 // process has a single thread: it changes the environment (setenv is not safe
 // against concurrent getenv) and restarts OpenBLAS's threads, so no BLAS call
-// may be running. The command line calls it first thing in main(). Blocks
+// may be running. The command line's main() calls it before any command runs. Blocks
 // while OpenBLAS joins its threads and starts new ones. Never fails: without
 // OpenBLAS, or where OpenBLAS refuses the core, it leaves its choice as it was.
 BlasCore UseBestBlasCore();

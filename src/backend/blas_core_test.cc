@@ -99,6 +99,7 @@ TEST(UseBestBlasCore, LeavesOpenBlasOwnChoiceOrReplacesItsFallback) {
   if (!HasOpenBlas()) {
     const BlasCore r = UseBestBlasCore();
     EXPECT_EQ(r.choice, BlasCoreChoice::kNoOpenBlas);
+    EXPECT_FALSE(r.reselected);
     EXPECT_EQ(r.before, "");
     EXPECT_EQ(r.after, "");
     EXPECT_EQ(std::getenv("OPENBLAS_CORETYPE"), nullptr);
@@ -109,6 +110,7 @@ TEST(UseBestBlasCore, LeavesOpenBlasOwnChoiceOrReplacesItsFallback) {
   const std::optional<std::string> better = BetterBlasCore(loaded, DetectCpuVectorFeatures());
   const BlasCore r = UseBestBlasCore();
   EXPECT_EQ(r.before, loaded);
+  EXPECT_EQ(r.reselected, better.has_value());
   if (better) {
     EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
     EXPECT_TRUE(SameName(r.after, *better)) << r.after;  // Debian's build has every core
@@ -135,6 +137,7 @@ TEST(UseBestBlasCore, ReplacesAFallbackToPrescott) {
   ASSERT_NO_FATAL_FAILURE(ExpectProductCorrect(2));
   const BlasCore r = UseBestBlasCore();
   EXPECT_EQ(r.choice, BlasCoreChoice::kSwitched);
+  EXPECT_TRUE(r.reselected);
   EXPECT_EQ(r.before, "Prescott");
   EXPECT_TRUE(SameName(r.after, *better)) << r.after;
   EXPECT_TRUE(SameName(CoreName(), *better)) << CoreName();
@@ -143,6 +146,7 @@ TEST(UseBestBlasCore, ReplacesAFallbackToPrescott) {
   // A second call finds its own setting and keeps it.
   const BlasCore again = UseBestBlasCore();
   EXPECT_EQ(again.choice, BlasCoreChoice::kAlreadySet);
+  EXPECT_FALSE(again.reselected);
   EXPECT_EQ(again.after, r.after);
 }
 
@@ -151,6 +155,7 @@ TEST(UseBestBlasCore, KeepsTheUsersCoreType) {
   const BlasCore r = UseBestBlasCore();
   EXPECT_EQ(r.choice, HasOpenBlas() ? BlasCoreChoice::kAlreadySet : BlasCoreChoice::kNoOpenBlas);
   EXPECT_EQ(r.after, r.before);
+  EXPECT_FALSE(r.reselected);
   EXPECT_EQ(std::string(std::getenv("OPENBLAS_CORETYPE")), "Haswell");
 }
 

@@ -14,8 +14,7 @@
 // OpenBLAS reads the timeout only from the environment
 // (OPENBLAS_THREAD_TIMEOUT, an exponent: 2^n cycles, clamped to 4..30; see
 // OpenBLAS's USAGE.md and driver/others/blas_server.c) when its thread pool
-// starts, so ShortenBlasSpinWait sets the variable and restarts the pool, the
-// same shutdown and start OpenBLAS itself runs around fork()
+// starts, so ShortenBlasSpinWait sets the variable and restarts the pool
 // (openblas_runtime.h).
 //
 // No libtorch and no OpenBLAS headers: the functions are looked up at run time
@@ -30,7 +29,8 @@ inline constexpr int kBlasThreadTimeoutExponent = 20;
 
 // What ShortenBlasSpinWait did, for callers and tests that want to know.
 enum class BlasSpinWait {
-  kShortened,   // OPENBLAS_THREAD_TIMEOUT set to kBlasThreadTimeoutExponent, the pool restarted
+  kShortened,   // OPENBLAS_THREAD_TIMEOUT set to kBlasThreadTimeoutExponent and read by OpenBLAS (the pool
+                // restarted by ShortenBlasSpinWait; after SetShortBlasSpinWait, at its next start)
   kAlreadySet,  // OPENBLAS_THREAD_TIMEOUT was in the environment (the user's, or an earlier call's): kept
   kNoOpenBlas,  // the process has no OpenBLAS thread pool to configure
 };

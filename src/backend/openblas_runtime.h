@@ -23,7 +23,8 @@ struct OpenBlasRuntime {
   int (*shutdown)() = nullptr;    // blas_thread_shutdown_: joins the thread pool
   int (*start)() = nullptr;       // blas_thread_init: starts it, with the thread timeout last read
 
-  // The functions this process has, looked up once. Thread-safe.
+  // The functions this process has, looked up at the first call and kept: an
+  // OpenBLAS loaded later (dlopen) is not seen. Thread-safe.
   static const OpenBlasRuntime& Get() {
     static const OpenBlasRuntime found{
         .corename = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_corename")),
@@ -38,8 +39,9 @@ struct OpenBlasRuntime {
   bool has_thread_pool() const { return shutdown != nullptr && start != nullptr; }
 
   // Stops the thread pool (where the build has one), calls `while_stopped`, and
-  // starts the pool again: what OpenBLAS itself does around fork(). No BLAS call
-  // may be running; blocks while the pool's threads are joined and started.
+  // starts the pool again, so that a new core or thread timeout applies to every
+  // pool thread. The stop is the one OpenBLAS's own fork handler runs. No BLAS
+  // call may be running; blocks while the pool's threads are joined and started.
   template <typename F>
   void RestartThreadPool(F&& while_stopped) const {
     if (has_thread_pool()) shutdown();

@@ -13,20 +13,20 @@ int main(int argc, char** argv) {
 #ifdef TOKENBATCH_HAVE_BACKEND
   {
     namespace backend = tokenbatch::backend;
-    // Before any other thread exists (both set an environment variable).
-    // OpenBLAS's thread pool restarts once: with a switch of its kernels when
-    // there is one (the shorter spin-wait applies from that start), else for
-    // the shorter spin-wait alone.
+    // Before this program starts a thread of its own (both set an environment
+    // variable). OpenBLAS's thread pool restarts once: when UseBestBlasCore has
+    // OpenBLAS choose its core again (the shorter spin-wait applies from that
+    // start), or else for the shorter spin-wait alone.
     const backend::BlasSpinWait spin_wait = backend::SetShortBlasSpinWait();
-    if (const backend::BlasCore core = backend::UseBestBlasCore(); core.choice == backend::BlasCoreChoice::kSwitched) {
+    const backend::BlasCore core = backend::UseBestBlasCore();
+    if (core.choice == backend::BlasCoreChoice::kSwitched) {
       // On stderr: stdout may carry a command's JSON.
       std::fprintf(stderr,
                    "tokenbatch: OpenBLAS does not know this CPU and chose its %s kernels; running its %s kernels "
                    "instead (OPENBLAS_CORETYPE chooses others)\n",
                    core.before.c_str(), core.after.c_str());
-    } else if (spin_wait == backend::BlasSpinWait::kShortened) {
-      backend::RestartBlasThreadPool();
     }
+    if (spin_wait == backend::BlasSpinWait::kShortened && !core.reselected) backend::RestartBlasThreadPool();
   }
 #endif
   CLI::App app{"tokenbatch: token-budget micro-batching for embedding and prefill inference"};
