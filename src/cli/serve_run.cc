@@ -133,9 +133,14 @@ std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std:
   auto service = OrFail(kServeCommand, server::EmbeddingService::Create(options, std::move(tok), std::move(encoder)),
                         which + "service");
   const SchedulerOptions& s = service->options().batcher.scheduler;
-  spdlog::info("{}max_batch_tokens {} ({}), max_batch_requests {}, policy {}, oversize {}, max_input_tokens {}", which,
-               s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
-               OversizePolicyName(s.oversize), service->max_input_tokens());
+  // Both layers' settings for over-long inputs: the API truncates them first
+  // (auto_truncate, or a request's own `truncate`); `oversize` applies to what
+  // is still longer than max_input_tokens after that.
+  spdlog::info(
+      "{}max_batch_tokens {} ({}), max_batch_requests {}, policy {}, max_input_tokens {}, auto_truncate {}, "
+      "oversize {} (for inputs not truncated)",
+      which, s.max_batch_tokens, s.cost_model.name(), s.max_batch_size, PackingPolicyName(s.policy),
+      service->max_input_tokens(), service->options().auto_truncate, OversizePolicyName(s.oversize));
   return service;
 }
 
