@@ -31,8 +31,8 @@ with its own previous round, and with its batch size and forward time per input
 in the same window (from /metrics): run two identical variants to see whether
 that spread is the machine's, a server's state or its batching.
 
-Stdlib only. Needs wrk and bench/server/embeddings.lua (one short text per
-request). Examples:
+Stdlib and bench/harness only. Needs wrk and bench/server/embeddings.lua
+(one short text per request). Examples:
 
   python3 bench/server/interleaved_rounds.py --build build --backends minilm \
       --connections 1 8 32 128 --rounds 8 --duration 3 --control --out build/window-rounds.jsonl
@@ -54,6 +54,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+# The shared bench helpers, when run as a script from anywhere.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from bench.harness import prometheus  # noqa: E402
+from bench.harness.cpu import CLK_TCK, cpu_ticks  # noqa: E402
 
 BACKEND_FLAGS = {
     "noop": ["--backend", "noop"],
@@ -112,26 +117,18 @@ def wrk(port, connections, seconds):
 
 def cpu_seconds(proc):
     """CPU time (user + system, every thread) the process has used so far."""
-    with open(f"/proc/{proc.pid}/stat") as f:
-        # Fields after the command name, which is in parentheses and may hold spaces.
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+    return cpu_ticks([proc.pid]).get(proc.pid, 0) / CLK_TCK
 
 
 BATCH_METRICS = ("tokenbatch_batch_size_sum", "tokenbatch_batch_size_count", "tokenbatch_inference_seconds_sum")
 
 
 def batch_counters(port):
-    """The server's batch counters from /metrics (Prometheus text), summed over
-    their labels: inputs batched, batches, seconds in forwards."""
+    """The server's batch counters from /metrics, summed over every model's
+    series: inputs batched, batches, seconds in forwards."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
-    totals = dict.fromkeys(BATCH_METRICS, 0.0)
-    for line in text.splitlines():
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in totals:
-            totals[name] += float(line.rsplit(" ", 1)[1])
-    return totals
+        scrape = prometheus.parse(reply.read().decode())
+    return {name: prometheus.value(scrape, name) for name in BATCH_METRICS}
 
 
 def measured(proc, port, connections, seconds):
