@@ -116,12 +116,15 @@ const EncoderOptions& TorchEncoder::options() const { return impl_->options; }
 bool TorchEncoder::on_cuda() const { return impl_->device.is_cuda(); }
 
 void SetForwardThreads(int threads) {
-  if (threads < 1) return;
-  if (at::get_num_threads() != threads) at::set_num_threads(threads);
-  SetBlasThreads(threads);
+  if (threads >= 1) ApplyForwardThreads(threads);
 }
 
 absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::Load(const EncoderOptions& options) {
+  // On a thread that ends, so that the OpenMP team the load starts ends too.
+  return RunOnOwnThread([&] { return LoadOnThisThread(options); });
+}
+
+absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::LoadOnThisThread(const EncoderOptions& options) {
   if (options.model_path.empty()) return InvalidArgumentError("model_path is empty");
   std::error_code ec;
   if (!std::filesystem::is_regular_file(options.model_path, ec)) {
@@ -155,10 +158,7 @@ absl::StatusOr<std::unique_ptr<TorchEncoder>> TorchEncoder::Load(const EncoderOp
     return InvalidArgumentError(absl::StrCat("unsupported device ", options.device));
   }
   impl->peak = DevicePeakMemory(impl->device);
-  if (options.num_threads > 0) {
-    at::set_num_threads(options.num_threads);
-    SetBlasThreads(options.num_threads);
-  }
+  if (options.num_threads > 0) ApplyForwardThreads(options.num_threads);
 
   std::string bad_signature;
   absl::Status loaded = Guard(absl::StrCat("loading ", options.model_path), [&] {
@@ -223,8 +223,9 @@ absl::StatusOr<std::vector<Embedding>> TorchEncoder::Embed(
   std::vector<float> pooled_host;
   absl::Status ran = Guard(absl::StrCat("forward of batch [", b, ", ", l, "]"), [&] {
     // OpenMP's thread count is per calling thread, so apply it on each caller.
-    if (impl.options.num_threads > 0 && at::get_num_threads() != impl.options.num_threads) {
-      at::set_num_threads(impl.options.num_threads);
+    if (impl.options.num_threads > 0) {
+      const int operator_threads = OperatorThreads(impl.options.num_threads);
+      if (at::get_num_threads() != operator_threads) at::set_num_threads(operator_threads);
     }
     c10::InferenceMode guard;
     // Right padding: real tokens keep positions 0..n-1, as the model saw in training.

@@ -24,10 +24,10 @@ int IntraOpWidth::Predict(TimePoint now) const {
   return in_use_ == 0 && !Loaded(now) ? options_.cores : 1;
 }
 
-int IntraOpWidth::Start(TimePoint now, bool more_queued) {
+int IntraOpWidth::Start(TimePoint now, bool more_queued, bool may_run_wide) {
   assert(CanStart());
   if (more_queued) OnWaitingForCore(now);
-  const int width = more_queued ? 1 : Predict(now);
+  const int width = more_queued || !may_run_wide ? 1 : Predict(now);
   in_use_ += width;
   return width;
 }

@@ -37,6 +37,18 @@ TEST(IntraOpWidthTest, ALoneBatchGetsEveryCoreAndRunsAlone) {
   EXPECT_EQ(w.cores_in_use(), 0);
 }
 
+TEST(IntraOpWidthTest, AWorkerThatMayNotRunWideGetsOneThreadOnIdleCores) {
+  testing::ManualClock clock;
+  IntraOpWidth w = Make(4);
+  EXPECT_EQ(w.Predict(clock.now()), 4);
+  EXPECT_EQ(w.Start(clock.now(), /*more_queued=*/false, /*may_run_wide=*/false), 1);
+  EXPECT_EQ(w.cores_in_use(), 1);
+  EXPECT_TRUE(w.CanStart());
+  w.Finish(1);
+  // Not a sign of load: the next lone batch on a worker that may run wide is wide.
+  EXPECT_EQ(w.Start(clock.now(), /*more_queued=*/false), 4);
+}
+
 TEST(IntraOpWidthTest, WorkLeftQueuedMakesEachBatchOneThread) {
   testing::ManualClock clock;
   IntraOpWidth w = Make(2);

@@ -164,6 +164,11 @@ HfEncoder::HfEncoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HfEncoder::~HfEncoder() = default;
 
 absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOptions& options) {
+  // On a thread that ends, so that the OpenMP team the load starts ends too.
+  return backend::RunOnOwnThread([&] { return LoadOnThisThread(options); });
+}
+
+absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::LoadOnThisThread(const HfEncoderOptions& options) {
   if (options.num_threads < 0) return InvalidArgumentError("num_threads must be >= 0");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
@@ -191,10 +196,7 @@ absl::StatusOr<std::unique_ptr<HfEncoder>> HfEncoder::Load(const HfEncoderOption
   if (options.cuda_memory_limit_bytes > 0) {
     if (absl::Status s = backend::LimitCudaMemory(impl->device, options.cuda_memory_limit_bytes); !s.ok()) return s;
   }
-  if (options.num_threads > 0) {
-    at::set_num_threads(options.num_threads);
-    backend::SetBlasThreads(options.num_threads);
-  }
+  if (options.num_threads > 0) backend::ApplyForwardThreads(options.num_threads);
 
   absl::StatusOr<ModelDirectory> model = ReadModelDirectory(options.model_dir);
   if (!model.ok()) return model.status();
@@ -325,8 +327,9 @@ absl::StatusOr<std::vector<Embedding>> HfEncoder::Embed(std::span<const Embeddin
   at::Tensor pooled;
   absl::Status ran = Guard(absl::StrCat("forward of ", inputs.size(), " inputs"), [&] {
     // OpenMP's thread count is per calling thread, so apply it on each caller.
-    if (impl.options.num_threads > 0 && at::get_num_threads() != impl.options.num_threads) {
-      at::set_num_threads(impl.options.num_threads);
+    if (impl.options.num_threads > 0) {
+      const int operator_threads = backend::OperatorThreads(impl.options.num_threads);
+      if (at::get_num_threads() != operator_threads) at::set_num_threads(operator_threads);
     }
     pooled = impl.Run(inputs);
   });

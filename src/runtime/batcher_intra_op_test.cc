@@ -1,9 +1,12 @@
 // BatcherOptions::intra_op on real threads: the threads the running forwards
 // were given never add up to more than the cores, a forward beside another runs
-// on one thread, every request is answered once, and a lone batch after a quiet
-// spell gets every core. Also runs under TSan.
+// on one thread, every wide forward runs on one and the same worker thread,
+// every request is answered once, a lone batch after a quiet spell gets every
+// core, and a drain right after a submit ends. Also runs under TSan.
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -25,6 +28,8 @@ thread_local int forward_threads = 0;  // what set_forward_threads gave this wor
 struct CoreLedger {
   std::atomic<int> threads_running{0}, forwards_running{0};
   std::atomic<int> most_threads{0}, wide_beside_another{0}, batches{0}, narrow{0}, last_width{0};
+  std::mutex mu;
+  std::set<std::thread::id> wide_threads;  // the threads that ran a wide forward
 
   absl::StatusOr<std::vector<long>> Run(std::span<const Tokens> batch) {
     const int width = forward_threads;
@@ -37,6 +42,10 @@ struct CoreLedger {
     batches.fetch_add(1);
     last_width.store(width);
     if (width == 1) narrow.fetch_add(1);
+    if (width > 1) {
+      std::lock_guard<std::mutex> lock(mu);
+      wide_threads.insert(std::this_thread::get_id());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     forwards_running.fetch_sub(1);
     threads_running.fetch_sub(width);
@@ -82,24 +91,66 @@ TEST(BatcherIntraOpTest, ForwardsNeverHoldMoreThreadsThanCores) {
     }
     for (auto& t : producers) t.join();
     // Wait until every answer is in, then past the hold: a lone request is wide.
+    // Then lone requests one after another, each after a quiet spell past the
+    // last answer: its worker is back asleep, not still running callbacks.
     while (batcher->metrics().requests_succeeded < calls.size()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const int before = ledger.batches.load();
+    constexpr int kLone = 20;
     std::atomic<int> lone_calls{0};
-    ASSERT_TRUE(batcher->Submit(MakeTokens(3), 3, {}, [&](SumBatcher::Result) { lone_calls.fetch_add(1); }).ok());
+    for (int i = 0; i < kLone; ++i) {
+      ASSERT_TRUE(batcher->Submit(MakeTokens(3), 3, {}, [&](SumBatcher::Result) { lone_calls.fetch_add(1); }).ok());
+      while (lone_calls.load() < i + 1) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     batcher->Shutdown(ShutdownMode::kDrain);
 
     for (std::size_t k = 0; k < calls.size(); ++k) {
       ASSERT_EQ(calls[k].load(), 1) << k;
       EXPECT_EQ(values[k], expected[k]);
     }
-    EXPECT_EQ(lone_calls.load(), 1);
+    EXPECT_EQ(lone_calls.load(), kLone);
     EXPECT_LE(ledger.most_threads.load(), cores) << cores << " cores";
     EXPECT_EQ(ledger.wide_beside_another.load(), 0);
     EXPECT_GT(ledger.narrow.load(), 0) << "600 requests from 4 producers never queued behind a batch";
-    EXPECT_EQ(ledger.batches.load(), before + 1);
+    EXPECT_EQ(ledger.batches.load(), before + kLone);
+    // One worker runs every wide forward, so that only its OpenMP team has
+    // helper threads (worker_loop.cc).
+    EXPECT_EQ(ledger.wide_threads.size(), 1u);
     EXPECT_EQ(ledger.last_width.load(), cores) << "a lone batch after a quiet spell";
     EXPECT_EQ(forward_threads, 0);  // set on the workers' threads, not this one
+  }
+}
+
+// A drain right after a submit, when a worker other than worker 0 may find
+// the lone batch due wide: it must not leave it to worker 0 and sleep on, or
+// Shutdown waits for it forever (the test would hang until ctest's timeout).
+TEST(BatcherIntraOpTest, ADrainRightAfterALoneSubmitEnds) {
+  constexpr int kCores = 2, kRepeats = 300;
+  for (int r = 0; r < kRepeats; ++r) {
+    BatcherOptions o;
+    o.scheduler.cost_model = CostModel::Sum();
+    o.scheduler.max_batch_tokens = 256;
+    o.num_workers = kCores;
+    o.intra_op = IntraOpOptions{.cores = kCores, .narrow_hold = std::chrono::milliseconds(5)};
+    o.set_forward_threads = [](int threads) { forward_threads = threads; };
+    auto batcher = std::move(*SumBatcher::Create(o, [](std::span<const Tokens> b) {
+      std::vector<long> sums;
+      for (const Tokens& t : b) sums.push_back(SumOf(t));
+      return absl::StatusOr<std::vector<long>>(std::move(sums));
+    }));
+    std::atomic<int> calls{0};
+    long value = 0;
+    ASSERT_TRUE(batcher
+                    ->Submit(MakeTokens(3), 3, {},
+                             [&](SumBatcher::Result result) {
+                               if (result.ok()) value = *result;
+                               calls.fetch_add(1);
+                             })
+                    .ok());
+    batcher->Shutdown(ShutdownMode::kDrain);
+    ASSERT_EQ(calls.load(), 1) << "repeat " << r;
+    EXPECT_EQ(value, SumOf(MakeTokens(3)));
   }
 }
 

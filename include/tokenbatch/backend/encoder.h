@@ -71,8 +71,11 @@ struct EncoderOptions {
   // CPU threads per forward: libtorch's intra-op threads (at::set_num_threads,
   // applied on each calling thread since OpenMP keeps the count per thread) and,
   // when the BLAS is OpenBLAS, its thread count (openblas_set_num_threads, which
-  // is process-wide: the last Load that sets it wins). 0 leaves both defaults
-  // (all cores). Oversubscription is costly: on a shared machine a forward waits
+  // is process-wide: the last Load that sets it wins); beside OpenBLAS's pool,
+  // libtorch's own operators get one thread and OpenBLAS all of them
+  // (OperatorThreads, src/backend/torch_guard.h, says why). 0 leaves both
+  // defaults (all cores; beside OpenBLAS that is the case OperatorThreads
+  // avoids, unless BatcherOptions::set_forward_threads sets each forward's). Oversubscription is costly: on a shared machine a forward waits
   // for descheduled threads (docs/benchmarks.md, "Threads per forward").
   int num_threads = 0;
   // Longest request accepted, in tokens (the model's position table). 0 = unchecked.
@@ -140,7 +143,8 @@ class Encoder {
 
 // Sets the CPU threads of the calling thread's next forwards: libtorch's
 // intra-op threads for this thread (OpenMP keeps the count per thread) and,
-// when the BLAS is OpenBLAS, its thread count, which is process-wide: forwards
+// when the BLAS is OpenBLAS, its thread count, which is process-wide (libtorch's
+// own operators then stay on one thread, as EncoderOptions::num_threads says): forwards
 // running at once must share one count (BatcherOptions::intra_op hands out 1
 // thread each, or every core to a forward running alone). What
 // BatcherOptions::set_forward_threads calls for libtorch encoders; an encoder
@@ -152,7 +156,10 @@ class TorchEncoder final : public Encoder {
  public:
   // Loads the module onto the device, puts it in eval mode, and validates it with a
   // probe batch of shape [2, 3] (output must be float [2, 3, H], H > 0).
-  // Blocks for the load (about a second for a 90 MB model). Thread-safe.
+  // Blocks for the load (about a second for a 90 MB model), which runs on a thread
+  // of its own, joined before it returns (RunOnOwnThread in
+  // src/backend/torch_guard.h: why a load must not leave an OpenMP team behind).
+  // Thread-safe.
   // Errors: InvalidArgumentError (options, missing file, bad output shape,
   // unavailable device), BackendError (the file is not a loadable module or the
   // probe forward throws), OutOfMemoryError (the probe cannot allocate).
@@ -208,6 +215,8 @@ class TorchEncoder final : public Encoder {
  private:
   struct Impl;
   explicit TorchEncoder(std::unique_ptr<Impl> impl);
+  // Load's work, on the calling thread.
+  static absl::StatusOr<std::unique_ptr<TorchEncoder>> LoadOnThisThread(const EncoderOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -55,9 +55,11 @@ class IntraOpWidth {
   // it: what the worker's latency model should predict with. O(1).
   [[nodiscard]] int Predict(TimePoint now) const;
   // A forward starts at `now`; `more_queued`: requests are still queued after
-  // its batch was taken. Returns its width (threads) and counts its cores in use
-  // until Finish(width). Precondition: CanStart().
-  int Start(TimePoint now, bool more_queued);
+  // its batch was taken; `may_run_wide`: false for a worker that must not run a
+  // wide forward (the runtime runs them all on one worker), whose forward is then
+  // narrow. Returns its width (threads) and counts its cores in use until
+  // Finish(width). Precondition: CanStart().
+  int Start(TimePoint now, bool more_queued, bool may_run_wide = true);
   // A forward of `width` threads (Start's result) ended.
   void Finish(int width);
 

@@ -107,6 +107,8 @@ class HfEncoder final : public backend::Encoder {
   // instructions they need, cpu_low_precision.h), or an unusable device / dtype;
   // BackendError / OutOfMemoryError if the probe forward fails; Unimplemented
   // for int8 on a libtorch without a quantized engine.
+  // Runs on a thread of its own, joined before it returns (see RunOnOwnThread in
+  // src/backend/torch_guard.h: why a load must not leave an OpenMP team behind).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HfEncoder>> Load(const HfEncoderOptions& options);
   ~HfEncoder() override;
   HfEncoder(const HfEncoder&) = delete;
@@ -144,6 +146,8 @@ class HfEncoder final : public backend::Encoder {
  private:
   struct Impl;
   explicit HfEncoder(std::unique_ptr<Impl> impl);
+  // Load's work, on the calling thread.
+  static absl::StatusOr<std::unique_ptr<HfEncoder>> LoadOnThisThread(const HfEncoderOptions& options);
   // Quantizes the transformer's linear layers to int8 and measures the quality
   // against the float32 outputs (hf_encoder_quantize.cc). Load only.
   absl::Status QuantizeInt8();

@@ -100,13 +100,22 @@ class BatchEngineImpl final : public BatchEngine {
   // With intra_op: whether the worker must wait for a core before it may take
   // a batch (none is free and work is queued); counts that as a sign of load.
   bool MustWaitForCoreLocked(TimePoint now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sleeps `worker` in the intake until `wake_at` or a wake-up.
+  void SleepLocked(std::size_t worker, std::optional<TimePoint> wake_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FireUnlocked for `worker`, which counts as unavailable meanwhile if it is worker 0.
+  void FireUnlocked(EngineContext& context, std::size_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With intra_op: whether `worker` leaves the queued work to worker 0 (asleep
+  // or between decisions) and sleeps, because the next forward would be wide (worker_loop.cc says why only worker 0
+  // runs wide forwards).
+  bool LeavesWideForwardLocked(TimePoint now, std::size_t worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks the core at `now` (after SettleLocked) with latency fit `fit` and
   // resolves the expired requests.
   Decision DecideLocked(EngineContext& context, TimePoint now, std::size_t fit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Marks `d`'s batch in flight, loads its inputs into `context` and, with
-  // intra_op, gives it its threads (and `fit` the latency fit of that width).
-  void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch, std::size_t fit)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // intra_op, gives it its threads (and `fit` the latency fit of that width):
+  // one unless `worker` is 0.
+  void DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch, std::size_t fit,
+                      std::size_t worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The Scheduler's decision at `now` under `context`, within the shared device
   // memory when there is one (BatcherOptions::device_memory).
   Decision NextLocked(TimePoint now, DecisionContext context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -160,6 +169,9 @@ class BatchEngineImpl final : public BatchEngine {
   std::vector<RequestId> settling_ ABSL_GUARDED_BY(mu_);  // SettleLocked's swap buffer
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Worker 0 runs (with intra_op) and is not running callbacks: a wide forward
+  // left to it is taken at its next decision (LeavesWideForwardLocked).
+  bool first_worker_available_ ABSL_GUARDED_BY(mu_) = true;
   bool workers_joined_ ABSL_GUARDED_BY(mu_) = false;
 };
 

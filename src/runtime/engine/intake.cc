@@ -129,54 +129,88 @@ bool Intake::PublishLocked(Mutex& /*engine_mu*/, const Scheduler& scheduler, std
   return wake;
 }
 
-void Intake::SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::optional<TimePoint> wake_at) {
+void Intake::SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::optional<TimePoint> wake_at,
+                         bool first_worker) {
   mu_.Lock();
-  if (!intake_.empty() || wake_signalled_) {
+  if (!intake_.empty() || wake_signalled_ || (first_worker && first_signalled_)) {
     wake_signalled_ = false;
+    if (first_worker) first_signalled_ = false;
     mu_.Unlock();
     return;
   }
   // Arrivals from now on are judged against this snapshot (the core's own rule).
   wake_rule_ = scheduler.WakeRuleForArrivals();
   ++sleeping_workers_;
+  if (first_worker) first_sleeping_ = true;
   engine_mu.Unlock();
+  std::condition_variable& cv = first_worker ? first_cv_ : wake_cv_;
   if (wake_at) {
-    mu_.WaitUntil(wake_cv_, *wake_at);
+    mu_.WaitUntil(cv, *wake_at);
   } else {
-    mu_.Wait(wake_cv_);
+    mu_.Wait(cv);
   }
   --sleeping_workers_;
   wake_signalled_ = false;
+  if (first_worker) first_sleeping_ = first_signalled_ = false;
   mu_.Unlock();
   engine_mu.Lock();
 }
 
+std::condition_variable& Intake::ChooseSleeperLocked() {
+  if (!first_sleeping_) return wake_cv_;
+  first_sleeping_ = false;  // the next wake-up goes to another sleeper
+  return first_cv_;
+}
+
+void Intake::NotifyOne() {
+  std::condition_variable* cv = nullptr;
+  {
+    MutexLock lock(&mu_);
+    cv = &ChooseSleeperLocked();
+  }
+  cv->notify_one();
+}
+
 void Intake::Signal() {
+  std::condition_variable* cv = nullptr;
   {
     MutexLock lock(&mu_);
     wake_signalled_ = true;  // SleepLocked returns at once while it is set
+    cv = &ChooseSleeperLocked();
   }
-  wake_cv_.notify_one();
+  cv->notify_one();
 }
 
 void Intake::WakeOne() {
   // Only a sleeping worker needs it: any other one decides again before it
   // sleeps, and the caller has already changed what it will see.
-  bool sleeping = false;
+  std::condition_variable* cv = nullptr;
   {
     MutexLock lock(&mu_);
-    sleeping = sleeping_workers_ > 0;
-    if (sleeping) wake_signalled_ = true;
+    if (sleeping_workers_ == 0) return;
+    wake_signalled_ = true;
+    cv = &ChooseSleeperLocked();
   }
-  if (sleeping) wake_cv_.notify_one();
+  cv->notify_one();
+}
+
+void Intake::WakeFirst() {
+  {
+    MutexLock lock(&mu_);
+    first_signalled_ = true;  // worker 0's next SleepLocked returns at once
+    first_sleeping_ = false;
+  }
+  first_cv_.notify_one();
 }
 
 void Intake::WakeAll() {
   {
     MutexLock lock(&mu_);
     wake_signalled_ = true;
+    first_signalled_ = true;
   }
   wake_cv_.notify_all();
+  first_cv_.notify_all();
 }
 
 void Intake::Close() {
@@ -201,7 +235,7 @@ std::vector<RequestId> Intake::QueuedRequests() {
 
 Intake::Counts Intake::counts() const {
   MutexLock lock(&mu_);
-  return {intake_.size(), intake_tokens_, submitted_};
+  return {intake_.size(), intake_tokens_, submitted_, sleeping_workers_};
 }
 
 }  // namespace tokenbatch::engine

@@ -15,7 +15,7 @@
 // Thread-safety: methods take the intake lock inside. Those whose name ends in
 // Locked also require the engine lock (`engine_mu`), and so do Get,
 // IsLiveRequest and QueuedRequests, which read records the engine lock guards
-// once published (engine_record.h); Submit, WakeOne, NotifyOne, WakeAll, Close
+// once published (engine_record.h); Submit, WakeOne, WakeFirst, Signal, NotifyOne, WakeAll, Close
 // and counts need no other lock. Lock order: engine lock, then intake lock.
 #pragma once
 
@@ -75,17 +75,21 @@ class Intake {
   // Blocks the calling worker until `wake_at` (forever if unset) or a wake-up,
   // with the engine lock released meanwhile; returns at once if the intake is not
   // empty or a wake-up is pending. Arrivals meanwhile are judged against a
-  // snapshot of `scheduler`'s queue taken here.
-  void SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::optional<TimePoint> wake_at)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
-  // Wakes one sleeping worker, if any.
+  // snapshot of `scheduler`'s queue taken here. `first_worker`: the caller is
+  // worker 0, which every wake-up prefers (WakeOne) and WakeFirst reaches.
+  void SleepLocked(Mutex& engine_mu, const Scheduler& scheduler, std::optional<TimePoint> wake_at,
+                   bool first_worker = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(engine_mu);
+  // Wakes one sleeping worker, if any: worker 0 if it sleeps, so that a lone
+  // batch lands on the one worker that runs wide forwards (worker_loop.cc).
   void WakeOne() ABSL_LOCKS_EXCLUDED(mu_);
+  // Wakes worker 0, now or at its next sleep.
+  void WakeFirst() ABSL_LOCKS_EXCLUDED(mu_);
   // Wakes one sleeping worker, or else the next one that goes to sleep: for a
   // change no worker of this engine made (memory another model's batch gave
   // back), which can come between a worker's decision and its sleep.
   void Signal() ABSL_LOCKS_EXCLUDED(mu_);
-  // Notifies `wake_cv` of a Submit that set *wake.
-  void NotifyOne() { wake_cv_.notify_one(); }
+  // Wakes a sleeper for a Submit that set *wake, as WakeOne chooses it.
+  void NotifyOne() ABSL_LOCKS_EXCLUDED(mu_);
   // Wakes every worker, now and at its next sleep: they are stopping.
   void WakeAll() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -104,19 +108,24 @@ class Intake {
     std::size_t requests = 0;  // in the intake, not yet taken
     std::int64_t tokens = 0;
     std::uint64_t submitted = 0;  // accepted since creation
+    int sleeping_workers = 0;     // in SleepLocked now
   };
   [[nodiscard]] Counts counts() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   absl::Status CheckAcceptingLocked(std::size_t requests, std::int64_t tokens) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<RequestId> AllocateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The condition variable of the sleeper a wake-up goes to: worker 0's while it
+  // sleeps (and worker 0 is then no longer counted as a sleeper to prefer).
+  std::condition_variable& ChooseSleeperLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PublishCountsLocked(const Scheduler& scheduler, std::size_t settling_requests, std::int64_t settling_tokens,
                            std::vector<RequestId>& released) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SchedulerOptions& options_;
   EngineClient& client_;
   mutable Mutex mu_;
-  std::condition_variable wake_cv_;  // sleeping workers wait on it with mu_
+  std::condition_variable wake_cv_;   // sleeping workers other than worker 0 wait on it with mu_
+  std::condition_variable first_cv_;  // worker 0 waits on it with mu_
   RequestSlab<EngineRecord> slab_;   // slot bookkeeping guarded by mu_
   std::vector<RequestId> intake_ ABSL_GUARDED_BY(mu_);
   std::int64_t intake_tokens_ ABSL_GUARDED_BY(mu_) = 0;
@@ -126,6 +135,8 @@ class Intake {
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   int sleeping_workers_ ABSL_GUARDED_BY(mu_) = 0;
   bool wake_signalled_ ABSL_GUARDED_BY(mu_) = false;
+  bool first_sleeping_ ABSL_GUARDED_BY(mu_) = false;    // worker 0 waits on first_cv_, not yet chosen
+  bool first_signalled_ ABSL_GUARDED_BY(mu_) = false;   // WakeFirst for worker 0's next sleep
   ArrivalWakeRule wake_rule_ ABSL_GUARDED_BY(mu_);
 };
 

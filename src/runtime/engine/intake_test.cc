@@ -1,9 +1,14 @@
 // The engine's intake on its own: admission against the published queue size,
 // refusals that leave nothing behind, the hand-over to the worker in arrival
-// order, slot growth and reuse, planned requests' records; and, through the
-// engine with a manual clock, what the hand-over means for the batches.
+// order, slot growth and reuse, planned requests' records, which sleeping
+// worker a wake-up reaches; and, through the engine with a manual clock, what
+// the hand-over means for the batches.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "runtime/engine/engine_test_util.h"
 #include "runtime/engine/intake.h"
@@ -115,6 +120,63 @@ TEST_F(IntakeTest, APlannedSplitRequestTakesOneRecordPerWindowPlusItself) {
   EXPECT_EQ(
       GetErrorKind(intake_.AllocatePlannedLocked(engine_mu_, {{TokenWindow{0, 1}}}, 0, Ms(0), more, &wake).status()),
       ErrorKind::kShuttingDown);
+}
+
+// Worker 0 runs the wide forwards (worker_loop.cc), so a wake-up goes to it
+// while it sleeps, the next one to another sleeper; WakeFirst reaches worker 0
+// only, and at its next sleep if it is awake.
+TEST_F(IntakeTest, WakeUpsPreferWorkerZeroAndWakeFirstReachesOnlyIt) {
+  std::atomic<int> woke[2] = {0, 0};
+  auto sleeper = [&](int worker) {
+    engine_mu_.Lock();
+    intake_.SleepLocked(engine_mu_, *scheduler_, std::nullopt, /*first_worker=*/worker == 0);
+    woke[worker].fetch_add(1);
+    engine_mu_.Unlock();
+  };
+  // Polls `done` for up to 10 s.
+  auto within_10s = [](auto done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return done();
+  };
+  auto sleepers_are = [&](int n) { return within_10s([&] { return intake_.counts().sleeping_workers == n; }); };
+  auto woken = [&](int worker) { return within_10s([&] { return woke[worker].load() > 0; }); };
+  std::thread second(sleeper, 1);
+  std::thread first;
+  // Whatever fails below, the sleepers wake and the threads are joined.
+  struct Cleanup {
+    Intake& intake;
+    std::thread& a;
+    std::thread& b;
+    ~Cleanup() {
+      intake.WakeAll();
+      if (a.joinable()) a.join();
+      if (b.joinable()) b.join();
+    }
+  } cleanup{intake_, first, second};
+  ASSERT_TRUE(sleepers_are(1));
+  first = std::thread(sleeper, 0);
+  ASSERT_TRUE(sleepers_are(2));
+
+  intake_.WakeOne();
+  ASSERT_TRUE(woken(0)) << "a wake-up did not reach worker 0";
+  ASSERT_TRUE(sleepers_are(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(woke[1].load(), 0) << "one wake-up woke both workers";
+
+  intake_.WakeFirst();  // worker 0 is awake: held for its next sleep
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(woke[1].load(), 0) << "WakeFirst woke another worker";
+  engine_mu_.Lock();
+  const auto start = std::chrono::steady_clock::now();
+  intake_.SleepLocked(engine_mu_, *scheduler_, start + std::chrono::seconds(10), /*first_worker=*/true);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "WakeFirst was not held";
+  engine_mu_.Unlock();
+
+  intake_.WakeOne();
+  EXPECT_TRUE(woken(1)) << "the next wake-up did not reach the other worker";
 }
 
 // Through the engine: a request that arrives while the worker decides is in the

@@ -56,7 +56,25 @@ void BatchEngineImpl::FireUnlocked(EngineContext& context) {
 
 std::size_t BatchEngineImpl::FitLocked(TimePoint now, std::size_t worker) const {
   if (!intra_op_) return worker;
-  return intra_op_->Predict(now) > 1 ? 1 : 0;
+  return worker == 0 && intra_op_->Predict(now) > 1 ? 1 : 0;
+}
+
+// Only worker 0 runs wide forwards. libgomp (libtorch's OpenMP) keeps a team of
+// helper threads for each thread that has run a parallel region, for as long as
+// that thread lives, and once the process holds more of them than there are
+// cores it cuts every helper's spin between parallel regions to a few
+// iterations, so each region of a forward wakes its helpers from a futex. One
+// worker with cores - 1 helpers stays within the cores; the others' one-thread
+// forwards start no team.
+// Another worker that finds a wide forward due leaves it to worker 0 when worker 0
+// will decide promptly: it is asleep (woken with WakeFirst) or on its way to the
+// next decision. Worker 0 may be running callbacks instead (user code, of any
+// length), or have stopped: the other worker then runs the batch on one thread.
+// Never while stopping: worker 0 may drain the queue and leave with the other
+// worker asleep, and nothing would wake it again.
+bool BatchEngineImpl::LeavesWideForwardLocked(TimePoint now, std::size_t worker) const {
+  return intra_op_ && worker != 0 && !stopping_ && first_worker_available_ && scheduler_->queued_requests() > 0 &&
+         intra_op_->Predict(now) > 1;
 }
 
 bool BatchEngineImpl::MustWaitForCoreLocked(TimePoint now) {
@@ -99,7 +117,7 @@ void BatchEngineImpl::ReleaseMemory(RunningBatch& batch) {
 }
 
 void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineContext& context, RunningBatch& batch,
-                                     std::size_t fit) {
+                                     std::size_t fit, std::size_t worker) {
   recorder_.OnDispatch(d, aimd_.current());
   batch.ids = d.batch;
   batch.cost = d.cost;
@@ -108,7 +126,7 @@ void BatchEngineImpl::DispatchLocked(const Decision& d, TimePoint now, EngineCon
   batch.fit = fit;
   if (intra_op_) {
     // The core has taken the batch out of the queue: what is left waits behind it.
-    batch.threads = intra_op_->Start(now, scheduler_->queued_requests() > 0);
+    batch.threads = intra_op_->Start(now, scheduler_->queued_requests() > 0, /*may_run_wide=*/worker == 0);
     batch.fit = batch.threads > 1 ? 1 : 0;
   }
   batch.tokens.clear();
@@ -163,6 +181,16 @@ void BatchEngineImpl::FinishLocked(EngineContext& context, RunningBatch& batch, 
   records_.CompleteBatch(batch.ids, batch.statuses, now, context);
 }
 
+void BatchEngineImpl::SleepLocked(std::size_t worker, std::optional<TimePoint> wake_at) {
+  intake_.SleepLocked(mu_, *scheduler_, wake_at, /*first_worker=*/worker == 0);
+}
+
+void BatchEngineImpl::FireUnlocked(EngineContext& context, std::size_t worker) {
+  if (worker == 0) first_worker_available_ = false;
+  FireUnlocked(context);
+  if (worker == 0) first_worker_available_ = true;
+}
+
 void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
   RunningBatch batch;
   mu_.Lock();
@@ -170,18 +198,21 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
     SettleLocked(context);
     // Read after the intake is in: no request the core sees arrived after `now`.
     const TimePoint now = SteadyClock::now();
-    if (MustWaitForCoreLocked(now)) {
+    const bool wait_for_core = MustWaitForCoreLocked(now);
+    if (wait_for_core || LeavesWideForwardLocked(now, worker)) {
       if (context.HasCompletions()) {
-        FireUnlocked(context);
+        FireUnlocked(context, worker);
         continue;
       }
-      intake_.SleepLocked(mu_, *scheduler_, std::nullopt);  // until a forward ends (FinishLocked) or a submit
+      // Else worker 0 takes the queued work when it wakes.
+      if (!wait_for_core) intake_.WakeFirst();
+      SleepLocked(worker, std::nullopt);  // until a forward ends (FinishLocked) or a submit
       continue;
     }
     const std::size_t fit = FitLocked(now, worker);
     Decision d = DecideLocked(context, now, fit);
     if (!d.batch.empty()) {
-      DispatchLocked(d, now, context, batch, fit);
+      DispatchLocked(d, now, context, batch, fit, worker);
       // More may be ready for another worker, which has a core to run it on.
       const bool wake_other = d.wake_at || (intra_op_ && intra_op_->CanStart() && scheduler_->queued_requests() > 0);
       PublishLocked();
@@ -198,13 +229,16 @@ void BatchEngineImpl::WorkerLoop(EngineContext& context, std::size_t worker) {
     }
     if (!d.expired.empty()) PublishLocked();
     if (context.HasCompletions()) {
-      FireUnlocked(context);
+      FireUnlocked(context, worker);
       continue;
     }
     if (stopping_ && scheduler_->queued_requests() == 0) break;  // the intake is closed and settled
-    intake_.SleepLocked(mu_, *scheduler_, d.wake_at);
+    SleepLocked(worker, d.wake_at);
   }
+  if (worker == 0) first_worker_available_ = false;
   mu_.Unlock();
+  // A worker asleep now may be waiting for work this one would have taken.
+  intake_.WakeAll();
 }
 
 WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, std::optional<TimePoint> done_at) {
@@ -219,7 +253,7 @@ WorkerStep BatchEngineImpl::StepWorker(EngineContext& context, TimePoint now, st
     step.wake_at = d.wake_at;
     step.stop = stopping_ && scheduler_->queued_requests() == 0;
   } else {
-    DispatchLocked(d, now, context, batch, fit);
+    DispatchLocked(d, now, context, batch, fit, 0);
     step.threads = batch.threads;
     PublishLocked();
     mu_.Unlock();
