@@ -54,8 +54,10 @@ main_build() {
 # ccache. scripts/gpu/gpu_check.sh, in the bundle, runs the GPU part (docs/gpu.md).
 pytorch_build_and_tests() {
   JOBS="$JOBS" bash scripts/gpu_bundle.sh
+  # The wheel's side of the OpenMP thread tests (the main build checks Debian's).
+  JOBS="$JOBS" bash scripts/build_pytorch.sh forward_threads_test
   ctest --test-dir build-pytorch -j "$JOBS" \
-    -R '^(MiniLmTest|BrokenDirectoryTest|AttentionKernelTest|LowPrecisionTest|LowPrecision)\.|^Kernels/FusedAgreesWithEager\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
+    -R '^(MiniLmTest|LoadThreadsTest|ForwardThreadsTest|BrokenDirectoryTest|AttentionKernelTest|LowPrecisionTest|LowPrecision)\.|^Kernels/FusedAgreesWithEager\.|^hf_random_models_written$|^hf_parity_sentence_transformers$|^rerank_parity_cross_encoder$'
   bash tests/gpu_bundle/stripped_environment.sh
 }
 
