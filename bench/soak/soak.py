@@ -29,7 +29,9 @@ request is tagged on the client with its class and the statuses it may get:
                           --max-concurrent-requests/--max-queue-size, on
                           fresh connections
 A request of any class may also get 429 when its lifetime overlaps a burst
-(the limits are global: that 429 is the burst's doing, counted "collateral").
+(the limits are global: that 429 is the burst's doing, counted "collateral");
+a burst's window runs from its first request until the server, after the last
+burst reply, reports an empty queue (at most --burst-settle-max-s later).
 
 At the end of the load phase the client waits until everything has settled
 (the server's in-flight gauge is back to 1, its queue empty) and compares its
@@ -48,8 +50,10 @@ and that the server exited 0. Responses are framed strictly (one
 Content-Length, no bytes beyond it, no bytes on an idle connection, the echoed
 X-Request-Id), and 200 bodies are checked (one embedding per input, of the
 configured width). The server's RSS, open fds and threads are sampled every
---sample-s; after the warm-up the median of the last span must be within 5 %
-of the first span (fds compared net of the client's open connections).
+--sample-s, and a few times at rest once the load phase has settled: the least
+at rest must be within 5 % of the median of the first span after the warm-up
+(samples during bursts left out; fds compared net of the client's open
+connections).
 Latency percentiles of successful requests are printed per --window-s window.
 
 Exit status: 0 when every check passed, 1 when one failed (each failed check is
@@ -111,6 +115,8 @@ def parse_args(argv=None):
     p.add_argument("--burst-first-s", type=float, default=10)
     p.add_argument("--burst-size", type=int, default=0, help="requests per burst (default 2.5 x max concurrent)")
     p.add_argument("--burst-inputs", type=int, default=16, help="inputs per burst request")
+    p.add_argument("--burst-settle-max-s", type=float, default=10,
+                   help="a burst's window lasts until the server's queue is empty, at most this long after it")
     p.add_argument("--sample-s", type=float, default=2, help="RSS/fd sampling period")
     p.add_argument("--scrape-s", type=float, default=30, help="periodic /metrics scrape period")
     p.add_argument("--request-timeout-s", type=float, default=60)

@@ -85,15 +85,23 @@ def classify(client: Client, req: Req, log: dict[str, list[tuple[str, int]]]):
         req.why += f"; the server logged {logged}"
 
 
-def flat_check(samples: list[dict], key: str, t_lo: float, t_hi: float, span: float, base_key: str | None = None):
-    first = [s[key] for s in samples if t_lo <= s["t"] < t_lo + span]
-    last = [s[key] for s in samples if t_hi - span <= s["t"] <= t_hi]
-    if len(first) < 3 or len(last) < 3:
+def in_bursts(t: float, bursts: list[list[float]]) -> bool:
+    return any(b0 <= t <= b1 for b0, b1 in bursts)
+
+
+def flat_check(samples: list[dict], rest: list[dict], key: str, t_lo: float, span: float,
+               bursts: list[list[float]], base_key: str | None = None):
+    """The median of `key` over [t_lo, t_lo + span) outside the bursts' windows (times
+    relative to the load phase's start), against its least value among the samples
+    taken at rest after the load phase. A leak persists at rest; what a burst or a
+    request in progress holds does not, nor does a socket the server is still closing."""
+    window = [s for s in samples if t_lo <= s["t"] < t_lo + span and not in_bursts(s["t"], bursts)]
+    if len(window) < 3 or not rest:
         return None
-    f, l_ = statistics.median(first), statistics.median(last)
-    base = statistics.median([s[base_key] for s in samples if t_lo <= s["t"] < t_lo + span]) if base_key else f
+    f, l_ = statistics.median(s[key] for s in window), min(s[key] for s in rest)
+    base = statistics.median(s[base_key] for s in window) if base_key else f
     return {"first": f, "last": l_, "base": base, "growth": (l_ - f) / base if base else 0.0,
-            "n_first": len(first), "n_last": len(last)}
+            "n_first": len(window), "n_last": len(rest)}
 
 
 def check_requests(client: Client, log, load: list[Req], checks: Checks):
@@ -169,28 +177,33 @@ def check_shutdown(client: Client, res: dict, shut: list[Req], checks: Checks) -
     return before, drained_ok, drain_note
 
 
-def check_resources(args, client: Client, checks: Checks) -> tuple[float, float, dict, list[dict]]:
-    """RSS, fds net of the client's connections and threads flat after the warm-up;
-    returns the warm-up, the compared span, the comparisons and the load phase's samples."""
+def check_resources(args, client: Client, res: dict, checks: Checks) -> tuple[float, float, dict, list[dict]]:
+    """RSS, fds net of the client's connections and threads: at rest after the load
+    phase, no more than just after the warm-up; returns the warm-up, the compared
+    span, the comparisons and the load phase's samples."""
     a = args
     D = a.duration_s
     warm = a.warmup_s if a.warmup_s is not None else min(300.0, max(20.0, 0.2 * D))
     span = min(a.window_s, (D - warm) / 3)
     res_checks = {}
     samples = [s for s in client.samples if 0 <= s["t"] <= D]
+    bursts = [[b0 - client.t0, b1 - client.t0] for b0, b1 in client.bursts]
+    rest = res.get("rest_samples") or []
     for key, base in (("rss_kb", None), ("excess_fds", "fds"), ("threads", None)):
-        fc = flat_check(samples, key, warm, D, span, base)
+        fc = flat_check(samples, rest, key, warm, span, bursts, base)
         res_checks[key] = fc
         if fc is None:
-            checks.add(f"resources: {key} flat after warm-up", False, "too few samples")
+            checks.add(f"resources: {key} flat after warm-up", False,
+                       f"too few samples (3 outside bursts after the warm-up and 1 at rest needed; "
+                       f"{len(rest)} at rest)")
             continue
         if key == "excess_fds":
             ok = fc["last"] - fc["first"] < 0.05 * fc["base"] or fc["last"] <= fc["first"]
-            detail = (f"server fds net of client connections: median {fc['first']:g} -> {fc['last']:g} "
+            detail = (f"server fds net of client connections: median {fc['first']:g} -> {fc['last']:g} at rest "
                       f"(baseline fd count {fc['base']:g}; growth {100 * (fc['last'] - fc['first']) / fc['base']:+.1f} %)")
         else:
             ok = fc["growth"] < 0.05
             unit = " KiB" if key == "rss_kb" else ""
-            detail = f"median {fc['first']:g}{unit} -> {fc['last']:g}{unit} ({100 * fc['growth']:+.2f} %)"
+            detail = f"median {fc['first']:g}{unit} -> {fc['last']:g}{unit} at rest ({100 * fc['growth']:+.2f} %)"
         checks.add(f"resources: {key} growth under 5 % after {warm:g} s warm-up", ok, detail)
     return warm, span, res_checks, samples

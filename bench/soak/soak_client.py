@@ -42,6 +42,7 @@ class Client:
         self.scrapes: list[dict] = []
         self.seq = 0
         self.max_lag = 0.0
+        self.skipped_lag_s = 0.0  # schedule time the generator skipped after falling behind
         self.t0 = 0.0
         self.t_kill: float | None = None
 
@@ -187,6 +188,19 @@ class Client:
             self.judge_reply(req, resp)
 
         await asyncio.gather(*[one(r, c, f) for (r, c, _), f in zip(reqs, futs)])
+        # The burst's hold on the global limits lasts until the server has
+        # worked off what queued during it, not until its last reply: its
+        # window ends at the first scrape that finds the queue empty and fewer
+        # requests in flight than the concurrency limit.
+        settle_until = now() + a.burst_settle_max_s
+        while now() < settle_until:
+            scraped = await self.scrape("burst_settle")
+            if scraped is not None:
+                m = scraped["metrics"]
+                if (prometheus.value(m, "tokenbatch_queue_size") == 0
+                        and prometheus.value(m, "tokenbatch_http_in_flight") < a.max_concurrent_requests):
+                    break
+            await asyncio.sleep(0.05)
         rec[1] = now()
 
     async def get(self, path: str, conn: Conn | None = None, timeout: float = 10.0) -> Response | None:
@@ -227,16 +241,17 @@ class Client:
         return rec
 
 
-    def sample(self):
-        """Records the server's RSS, fds and threads, and the fds net of this client's connections."""
+    def sample(self) -> dict | None:
+        """Records (and returns) the server's RSS, fds and threads, and the fds net of this
+        client's connections; None if the server is gone."""
         stats = proc_stats(self.pid)
         if stats is None:
-            return
-        self.samples.append(
-            {
-                "t": round(now() - self.t0, 3),
-                **stats,
-                "client_conns": self.open_conns,
-                "excess_fds": stats["fds"] - self.open_conns,
-            }
-        )
+            return None
+        rec = {
+            "t": round(now() - self.t0, 3),
+            **stats,
+            "client_conns": self.open_conns,
+            "excess_fds": stats["fds"] - self.open_conns,
+        }
+        self.samples.append(rec)
+        return rec

@@ -1,7 +1,9 @@
 """The soak's background loops, run while load runs.
 
 The open-loop generator (Poisson arrivals at a fixed rate, each a request of a
-class drawn from the weighted mix, spawned without waiting for earlier ones),
+class drawn from the weighted mix, spawned without waiting for earlier ones;
+arrivals missed while the client itself was held up are skipped, not sent at
+once),
 the burster (a burst every --burst-interval-s), the resource sampler (which
 also closes idle keep-alive connections), the periodic /metrics scraper and the
 per-window progress line.
@@ -17,6 +19,13 @@ from bench.soak.soak_http import now
 from bench.soak.soak_requests import DISCONNECT_CLASSES
 
 
+# The most the generator may fall behind its schedule before it skips ahead:
+# sending every missed arrival at once would be a burst of the client's making
+# (over the server's limits after a long stall), which the checks would blame
+# on the server.
+MAX_LAG_S = 0.25
+
+
 async def generator(client: Client, rate: float, start: float, until: float, classes: dict[str, float], phase: str):
     names = list(classes)
     weights = [classes[c] for c in names]
@@ -28,7 +37,12 @@ async def generator(client: Client, rate: float, start: float, until: float, cla
         delay = t - now()
         if delay > 0:
             await asyncio.sleep(delay)
-        client.max_lag = max(client.max_lag, now() - t)
+        lag = now() - t
+        client.max_lag = max(client.max_lag, lag)
+        if lag > MAX_LAG_S:
+            # Resume the schedule from now; the arrivals in between are not sent.
+            client.skipped_lag_s += lag
+            t = now()
         cls = client.rng.choices(names, weights)[0]
         if cls in DISCONNECT_CLASSES:
             client.spawn(client.disconnect(cls, phase))

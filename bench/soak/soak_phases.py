@@ -3,10 +3,11 @@
 Load: the open-loop generator, bursts, sampling, scraping and progress for
 --duration-s, then every client request is awaited. Settle: /metrics is polled
 until the server's in-flight gauge is back to 1 and its queue empty, then the
-final scrape (the one compared with the client's counts) and a snapshot of the
-server's log. Shutdown: load again, large requests queued just before one
-SIGTERM, a scrape during the drain on a connection opened beforehand, load kept
-up for a moment after the signal, and the server's exit awaited.
+final scrape (the one compared with the client's counts), a snapshot of the
+server's log and a few resource samples of the server at rest. Shutdown: load
+again, large requests queued just before one SIGTERM, a scrape during the drain
+on a connection opened beforehand, load kept up for a moment after the signal,
+and the server's exit awaited.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str)
     if final is not None:
         final["meta_before"] = meta_before
     log_at_final = log_replies(processes.read_log(log_path))
+    # The server at rest, for the resource checks: nothing in flight, nothing
+    # queued, so what it holds now it keeps.
+    rest_samples = []
+    for _ in range(5):
+        await asyncio.sleep(0.2)
+        rec = client.sample()
+        if rec is not None:
+            rest_samples.append(rec)
     print(f"soak: load phase over: {sum(r.phase == 'load' for r in client.reqs)} requests; "
           f"settled={settled}; now the shutdown phase", flush=True)
 
@@ -143,5 +152,5 @@ async def run(args, proc: subprocess.Popen, host: str, port: int, log_path: str)
     await asyncio.sleep(0.05)
     return {
         "client": client, "final": final, "drain": drain, "settled": settled, "unsettled": unsettled,
-        "rc": rc, "exit_s": t_exit - client.t_kill, "log_at_final": log_at_final,
+        "rc": rc, "exit_s": t_exit - client.t_kill, "log_at_final": log_at_final, "rest_samples": rest_samples,
     }

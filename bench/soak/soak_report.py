@@ -76,7 +76,7 @@ def report(args, res: dict, cmd: list[str], log_path: str) -> int:
     check_requests(client, log, load, checks)
     metrics_summary = check_load_phase(args, client, res, load, checks)
     before, drained_ok, drain_note = check_shutdown(client, res, shut, checks)
-    warm, span, res_checks, samples = check_resources(args, client, checks)
+    warm, span, res_checks, samples = check_resources(args, client, res, checks)
     windows = latency_windows(args, client, load, samples)
     W = args.window_s
 
@@ -98,7 +98,8 @@ def report(args, res: dict, cmd: list[str], log_path: str) -> int:
         print(f"  {name:34s} {sum(c.values()):6d}  " + "  ".join(f"{k}:{v}" for k, v in sorted(c.items())))
     print("  verdicts: " + ", ".join(f"{k}:{v}" for k, v in sorted(verdicts.items())))
     print(f"  bursts: {len(client.bursts)}; generator's largest lag behind the Poisson schedule: "
-          f"{1000 * client.max_lag:.1f} ms; /metrics scrapes: {len(client.scrapes)} "
+          f"{1000 * client.max_lag:.1f} ms (schedule skipped after lags: {client.skipped_lag_s:.2f} s); "
+          f"/metrics scrapes: {len(client.scrapes)} "
           f"({len(client.meta_errors)} GETs failed{': ' + '; '.join(client.meta_errors[:3]) if client.meta_errors else ''})")
     if metrics_summary:
         ms = metrics_summary
@@ -122,8 +123,10 @@ def report(args, res: dict, cmd: list[str], log_path: str) -> int:
         "verdicts": dict(verdicts),
         "bursts": [[round(b0 - client.t0, 3), round(b1 - client.t0, 3)] for b0, b1 in client.bursts],
         "max_generator_lag_ms": 1000 * client.max_lag,
+        "generator_skipped_s": client.skipped_lag_s,
         "windows": windows,
-        "resources": {"warmup_s": warm, "span_s": span, "checks": res_checks, "samples": samples},
+        "resources": {"warmup_s": warm, "span_s": span, "checks": res_checks, "samples": samples,
+                      "rest_samples": res.get("rest_samples")},
         "metrics": metrics_summary,
         "shutdown": {"requests": len(shut), "written_before_sigterm": len(before), "drained_200": drained_ok,
                      "exit_status": res["rc"], "exit_s": res["exit_s"], "drain_scrape": drain_note},

@@ -73,3 +73,13 @@ def test_a_malformed_directory_raises_naming_the_file(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(ValueError, match="config.json"):
         tokenbatch.Embedder(tmp_path)
+
+
+def test_a_budget_that_cannot_hold_the_longest_input_is_refused_not_made_the_limit(minilm_dir):
+    # all-MiniLM-L6-v2 keeps 256 tokens (max_seq_length); a 100-token budget
+    # would have cut every longer input to 100.
+    with pytest.raises(ValueError, match=r"max_batch_tokens 100 \(cost model sum\) holds one input of at most 100 "
+                                         r"tokens, below the input limit of 256 tokens"):
+        tokenbatch.Embedder(minilm_dir, max_batch_tokens=100)
+    with tokenbatch.Embedder(minilm_dir, max_batch_tokens=256) as embedder:
+        assert embedder.info["max_input_tokens"] == 256

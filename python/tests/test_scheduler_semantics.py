@@ -55,8 +55,11 @@ def test_a_poison_input_fails_alone():
 
     texts = ["aaaaaa", "bbbbbb", "poison", "cccccc", "dddddd", "eeeeee", "ffffff", "gggggg"]
 
+    # One batch of all eight: it closes when full, and the window is far longer
+    # than submitting them can take.
     async def main():
-        async with tokenbatch.Scheduler(worker, max_wait=0.05, packing="fifo", batch_window="fixed") as s:
+        async with tokenbatch.Scheduler(worker, max_batch_size=len(texts), max_wait=30, packing="fifo",
+                                        batch_window="fixed") as s:
             return await asyncio.gather(*(s.submit(t) for t in texts), return_exceptions=True)
 
     results = run(main())
@@ -191,17 +194,21 @@ def test_close_drains_every_queued_request():
 
 def test_close_with_cancel_queued_fails_the_queue_with_shutting_down():
     release = threading.Event()
+    started = threading.Event()
 
     def worker(batch):
+        started.set()
         release.wait(10)
         return list(batch)
 
     async def main():
         s = tokenbatch.Scheduler(worker, max_batch_size=1, max_wait=0).start()
         tasks = [asyncio.ensure_future(s.submit(f"t{i}")) for i in range(10)]
-        await asyncio.sleep(0.05)
+        await asyncio.to_thread(started.wait, 10)  # t0 in flight, t1..t9 queued
         closing = asyncio.ensure_future(s.close(cancel_queued=True))
-        await asyncio.sleep(0.05)
+        # t0 is released only once the queued ones have failed, so that none of
+        # them could have been run after it instead.
+        await asyncio.wait(tasks[1:], timeout=10)
         release.set()
         await closing
         return await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,8 +1,9 @@
 """tokenbatch.Tokenizer against Hugging Face tokenizers on generated tokenizers:
 the differential fuzzer (scripts/tokenizer/differential_fuzz.py) for a short
 budget per tokenizer, the regression cases it found (testdata/tokenizer/
-fuzz_regressions.jsonl), and the word class of single_word added tokens over
-every code point (src/tokenizer/unicode_tables.inc)."""
+fuzz_regressions.jsonl), and over every code point the word class of
+single_word added tokens (src/tokenizer/unicode_tables.inc) and the script
+classes of UnicodeScripts (src/tokenizer/unicode_scripts.inc)."""
 
 import json
 import subprocess
@@ -14,6 +15,7 @@ from tokenizers import AddedToken, models, pre_tokenizers
 
 import tokenbatch
 from scripts.tokenizer import differential_fuzz as fuzz
+from scripts.tokenizer import gen_script_table
 from scripts.tokenizer.fuzz_text import set_unstable
 from scripts.tokenizer.fuzz_unicode_versions import unstable_code_points
 
@@ -30,9 +32,10 @@ def generated(tmp_path_factory):
 
 
 def test_every_converter_and_trainer_is_generated(generated):
-    assert len(generated) == 27
+    assert len(generated) == 30
     for name in ["t5", "albert", "xlnet", "deberta_v2", "pegasus", "mbart50", "camembert", "llama", "gemma",
-                 "bigbird", "funnel", "mpnet", "roberta", "whisper", "spm_generic", "wordlevel_ctc"]:
+                 "bigbird", "funnel", "mpnet", "roberta", "whisper", "spm_generic", "wordlevel_ctc",
+                 "unigram_unicode_scripts", "bpe_unicode_scripts_byte_level", "wordpiece_metaspace_unicode_scripts"]:
         assert name in generated
 
 
@@ -71,4 +74,39 @@ def test_single_word_boundary_on_every_code_point(tmp_path):
 
 def test_unicode_tables_are_what_the_generator_writes(repo):
     subprocess.run([sys.executable, str(repo / "scripts" / "tokenizer" / "gen_unicode_tables.py"), "--check"],
+                   check=True)
+
+
+def _pieces(text, offsets):
+    """text's pieces at `offsets` (UTF-8, from str or bytes), or None when they leave a gap before the end."""
+    offsets = [tuple(o) for o in offsets]
+    if any(a[1] != b[0] for a, b in zip(offsets, offsets[1:])) or (offsets and offsets[-1][1] != len(text)):
+        return None
+    return [text[b:e] if isinstance(text, bytes) else text[b:e].encode("utf-8") for b, e in offsets]
+
+
+def test_unicode_scripts_on_every_code_point(tmp_path):
+    """The pieces of UnicodeScripts on gen_script_table.probe_texts, which split
+    alike exactly when the classes of every code point are the reference's."""
+    theirs = tokenizers.Tokenizer(models.WordLevel({"<unk>": 0}, unk_token="<unk>"))
+    theirs.pre_tokenizer = pre_tokenizers.UnicodeScripts()
+    path = tmp_path / "unicode_scripts.json"
+    theirs.save(str(path))
+    ours = tokenbatch.Tokenizer.from_file(str(path))
+    texts = gen_script_table.probe_texts(gen_script_table.read_committed())
+    expected = theirs.encode_batch(texts, add_special_tokens=False)
+    got = ours.encode_batch(texts, add_special_tokens=False)
+    wrong = []
+    for i, (text, t, g) in enumerate(zip(texts, expected, got)):
+        raw = text.encode("utf-8")
+        # Every word is unknown, so a token is a piece; the pieces run without
+        # gaps to the end, so equal pieces are equal cuts.
+        mine = _pieces(raw, g.offsets)
+        if mine is None or mine != _pieces(text, t.offsets):
+            wrong.append(i)
+    assert wrong == [], [texts[i][:40] for i in wrong[:5]]
+
+
+def test_script_table_is_what_the_generator_measures(repo):
+    subprocess.run([sys.executable, str(repo / "scripts" / "tokenizer" / "gen_script_table.py"), "--check"],
                    check=True)

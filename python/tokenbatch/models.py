@@ -91,8 +91,11 @@ class Embedder(_Model):
         budget is Σ tokens) or "padded" (B × Lmax).
     max_batch_tokens, max_batch_size, max_wait (seconds): the batcher's limits;
         concurrent callers share batches. Inputs longer than the model's
-        max_seq_length are cut to it, as sentence-transformers does.
-    Raises ValueError (a malformed directory, naming the file), FileNotFoundError.
+        max_seq_length are cut to it, as sentence-transformers does; a
+        max_batch_tokens that cannot hold one input of max_seq_length tokens
+        is refused (ValueError), never made the input limit.
+    Raises ValueError (a malformed directory, naming the file; a budget below
+    the model's input limit), FileNotFoundError.
     Thread-safety: every method may be called from any thread or loop at once.
     """
 

@@ -4,6 +4,7 @@ prints one line, "ok DETAIL" or "FAIL DETAIL", and writes its figures as JSON.
     summary.py record RECORDS NAME STATUS DETAIL [FIGURES_JSON]
     summary.py report RECORDS OUT_JSON DEVICE TORCH ELAPSED_S
     summary.py budget CALIBRATION_JSON [OUT_JSON] prints the recommended padded budget
+    summary.py calibrated CALIBRATION_JSON EXIT_STATUS LOG OUT_JSON
     summary.py oom BENCH_JSON OUT_JSON
     summary.py memory BENCH_BATCHES_JSONL LIMIT OUT_JSON
     summary.py simulator BENCH_JSON SIMULATE_JSON OUT_JSON
@@ -66,6 +67,35 @@ def budget(calibration, out=""):
     print(padded)
 
 
+def calibrated(calibration, exit_status, log, out):
+    """Calibrate's verdict where the fit's quality is the machine's, not the code's:
+    a recommendation (exit 0) and a refusal with its reason (exit 1, the file
+    without a recommendation, the reason as the last line of the log) are both
+    right. A crash, a missing file, or a file that contradicts the exit status is
+    not."""
+    status = int(exit_status)
+    try:
+        with open(calibration) as f:
+            c = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"FAIL calibrate exited {status} and left no calibration file to read: {e} (log: {log})")
+        return
+    with open(log, errors="replace") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    last = lines[-1] if lines else ""
+    refused, recommended = c.get("refused", ""), c.get("recommended_max_batch_tokens")
+    figures = {"exit_status": status, "recommended_max_batch_tokens": recommended, "refused": refused or None,
+               "latency_fit": c.get("fit", {}).get("latency"), "calibration": calibration}
+    write(out, figures)
+    if status == 0 and not refused and recommended and all(recommended.get(k, 0) > 0 for k in ("sum", "padded")):
+        print(f"ok recommended max_batch_tokens sum {recommended['sum']}, padded {recommended['padded']}")
+    elif status == 1 and refused and not recommended and last.endswith("no recommendation: " + refused):
+        print(f"ok refused with its reason (the fit's quality is this machine's load): {refused}")
+    else:
+        print(f"FAIL calibrate exited {status} with recommendation {recommended} and refusal {refused!r}; "
+              f"its last line: {last} (log: {log})")
+
+
 def oom(bench, out):
     rows = by_policy(bench)
     fixed, ours = rows[COUNT_POLICY], rows[BUDGET_POLICY]
@@ -114,8 +144,8 @@ def simulator(bench, simulate, out):
 
 
 if __name__ == "__main__":
-    commands = {"record": record, "report": report, "budget": budget, "oom": oom, "memory": memory,
-                "simulator": simulator}
+    commands = {"record": record, "report": report, "budget": budget, "calibrated": calibrated, "oom": oom,
+                "memory": memory, "simulator": simulator}
     if len(sys.argv) < 2 or sys.argv[1] not in commands:
         raise SystemExit(__doc__)
     commands[sys.argv[1]](*sys.argv[2:])

@@ -165,9 +165,44 @@ def unigram_metaspace_never(lines):
                                                show_progress=False), lines)
 
 
+def unigram_unicode_scripts(lines):
+    """UnicodeScripts alone, on text no normaliser touched: every script change
+    cuts, spaces and unlisted characters join the word before them."""
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.UnicodeScripts()
+    return _train(tok, trainers.UnigramTrainer(vocab_size=7000, special_tokens=SPECIAL, unk_token="<unk>",
+                                               show_progress=False), lines)
+
+
+def bpe_unicode_scripts_byte_level(lines):
+    """UnicodeScripts in a Sequence, its words then given prefix spaces and bytes."""
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.UnicodeScripts(),
+                                                 pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    return _train(tok, trainers.BpeTrainer(vocab_size=900, special_tokens=SPECIAL, show_progress=False,
+                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()), lines)
+
+
+def wordpiece_metaspace_unicode_scripts(lines):
+    """UnicodeScripts after Metaspace rewrote the spaces (U+2581 is Common)."""
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False),
+        pre_tokenizers.UnicodeScripts(), pre_tokenizers.Punctuation("isolated")])
+    tok.decoder = decoders.Sequence([decoders.WordPiece(prefix="##", cleanup=False),
+                                     decoders.Metaspace(replacement="\u2581", prepend_scheme="first")])
+    return _train(tok, trainers.WordPieceTrainer(vocab_size=800, special_tokens=SPECIAL, limit_alphabet=300,
+                                                 show_progress=False), lines)
+
+
 TRAINED = [bpe_byte_level, bpe_clip_style, bpe_subword_prefix, bpe_ignore_merges_nmt, bpe_byte_normalizer,
            wordpiece_bert, wordpiece_split_behaviors, wordlevel_ctc, wordlevel_words, unigram_metaspace,
-           unigram_metaspace_never]
+           unigram_metaspace_never, unigram_unicode_scripts, bpe_unicode_scripts_byte_level,
+           wordpiece_metaspace_unicode_scripts]
 
 
 def build_all(out_dir, lines, spm_dir):

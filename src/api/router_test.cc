@@ -11,13 +11,14 @@
 #include <future>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "service/test_gated_encoder.h"
 #include "testing/tokenizer_data.h"
+#include "testing/wait_until.h"
 #include "tokenbatch/backend/noop_encoder.h"
 #include "testing/zlib_compress.h"
 
@@ -32,17 +33,21 @@ struct Fixture {
   std::unique_ptr<Router> router;
 };
 
-Fixture Make(ServerOptions options = {}, backend::NoopEncoderOptions noop = {.hidden_size = 4}) {
+Fixture MakeWith(ServerOptions options, std::unique_ptr<backend::Encoder> encoder) {
   Fixture f;
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("qwen3"));
   EXPECT_TRUE(tok.ok()) << tok.status();
   if (!tok.ok()) return f;
-  auto service = EmbeddingService::Create({}, *std::move(tok), backend::MakeNoopEncoder(noop));
+  auto service = EmbeddingService::Create({}, *std::move(tok), std::move(encoder));
   EXPECT_TRUE(service.ok()) << service.status();
   if (!service.ok()) return f;
   f.service = *std::move(service);
   f.router = std::make_unique<Router>(options, f.service.get());
   return f;
+}
+
+Fixture Make(ServerOptions options = {}, backend::NoopEncoderOptions noop = {.hidden_size = 4}) {
+  return MakeWith(std::move(options), backend::MakeNoopEncoder(noop));
 }
 
 // Handles `request` and waits for its one reply.
@@ -141,36 +146,38 @@ TEST(Router, DrainingSaysSoOnHealthAndKeepsServing) {
   EXPECT_THAT(f.router->MetricsText(), HasSubstr("\ntokenbatch_lb_weight_percent 100\n"));
 }
 
-// Waits (up to 10 s) until the service has accepted `n` inputs into its Batcher.
+// Waits (bounded) until the service has accepted `n` inputs into its Batcher.
 bool WaitForSubmitted(const EmbeddingService& service, std::uint64_t n) {
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (service.metrics().requests_submitted < n) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
+  return tokenbatch::testing::WaitUntil([&] { return service.metrics().requests_submitted >= n; });
 }
 
 TEST(Router, TheCancelFunctionResolvesAQueuedRequestOnce) {
-  // 500 ms per batch keeps the second request queued behind the first.
-  Fixture f = Make({}, {.hidden_size = 4, .delay = std::chrono::milliseconds(500)});
+  // The first batch is held at the backend's gate: the second request stays
+  // queued behind it until the test opens the gate.
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  Fixture f = MakeWith({}, std::make_unique<tokenbatch::testing::GatedEncoder>(
+                               backend::MakeNoopEncoder({.hidden_size = 4}), gate));
   ASSERT_TRUE(f.router);
   auto first = std::make_shared<std::promise<int>>();
   std::future<int> first_done = first->get_future();
   f.router->Handle(Post("/embed", R"({"inputs":"first"})"), [first](HttpReply r) { first->set_value(r.status); });
-  ASSERT_TRUE(WaitForSubmitted(*f.service, 1));
+  ASSERT_TRUE(gate->WaitForArrivals(1));
   auto replies = std::make_shared<std::atomic<int>>(0);
   auto second = std::make_shared<std::promise<HttpReply>>();
+  std::future<HttpReply> second_done = second->get_future();
   std::function<void()> cancel =
       f.router->Handle(Post("/embed", R"({"inputs":"second"})"), [second, replies](HttpReply r) {
         if (replies->fetch_add(1) == 0) second->set_value(std::move(r));
       });
   ASSERT_TRUE(cancel);
-  ASSERT_TRUE(WaitForSubmitted(*f.service, 2));  // queued behind the running batch
+  ASSERT_TRUE(WaitForSubmitted(*f.service, 2));  // queued behind the held batch
   cancel();
-  const HttpReply cancelled = second->get_future().get();
-  // Answered by the cancel itself, not when the batch in front of it ended.
+  const bool answered = second_done.wait_for(tokenbatch::testing::kWaitLimit) == std::future_status::ready;
+  // Answered by the cancel itself, while the batch in front of it is still held.
   EXPECT_EQ(first_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  gate->Open();
+  ASSERT_TRUE(answered) << "the cancel did not answer the queued request";
+  const HttpReply cancelled = second_done.get();
   EXPECT_EQ(cancelled.status, 499);
   EXPECT_THAT(cancelled.body, HasSubstr("disconnected"));
   EXPECT_EQ(first_done.get(), 200);
@@ -178,6 +185,7 @@ TEST(Router, TheCancelFunctionResolvesAQueuedRequestOnce) {
   f.router.reset();
   f.service.reset();  // drains: a late second answer would come before this returns
   EXPECT_EQ(replies->load(), 1);
+  EXPECT_EQ(gate->arrived(), 1);  // the cancelled input was never computed
 }
 
 TEST(Router, OneRequestOverTheConcurrencyLimitIs429) {

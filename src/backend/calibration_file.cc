@@ -75,6 +75,11 @@ absl::StatusOr<CalibrationFile> ParseCalibrationFile(const nlohmann::json& file)
     f.headroom = NonNegative(file, "headroom");
     f.loaded_process_bytes = Int(file, "loaded_process_bytes", 0, kInt64Max);
     f.refused = file.value("refused", std::string());
+    if (file.contains("fingerprint") && !file.at("fingerprint").is_null()) {
+      absl::StatusOr<backend::ModelFingerprint> fingerprint = backend::ParseFingerprint(file.at("fingerprint"));
+      if (!fingerprint.ok()) return fingerprint.status();
+      f.fingerprint = *fingerprint;
+    }
   } catch (const std::exception& e) {  // nlohmann's, and Int's and NonNegative's range errors
     return InvalidArgumentError(absl::StrCat("not a calibration written by `tokenbatch calibrate`: ", e.what()));
   }

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "tokenbatch/backend/calibration_check.h"
 #include "tokenbatch/backend/calibration_model.h"
+#include "backend/model_fingerprint.h"
 
 namespace tokenbatch::backend {
 
@@ -32,6 +33,9 @@ struct CalibrationFile {
   std::int64_t memory_limit_bytes = 0;    // --memory-limit
   double headroom = 0;                    // --headroom
   std::int64_t loaded_process_bytes = 0;  // the process with the model loaded
+  // What was measured (model_fingerprint.h); unset in a file written before
+  // calibrate recorded it, or by hand without one.
+  std::optional<backend::ModelFingerprint> fingerprint;
 };
 
 // The grid array of a calibration file (batch_size, seq_len, latency_us,

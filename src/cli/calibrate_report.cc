@@ -82,6 +82,7 @@ nlohmann::json ResultJson(const CalibrateArgs& args, const Measured& m, const ba
   const backend::FitBounds& bounds = options.bounds;
   nlohmann::json out = {
       {"model", m.model},
+      {"fingerprint", m.fingerprint},
       {"device", m.device},
       {"threads", m.threads},
       {"pooling", m.pooling},

@@ -39,6 +39,9 @@ struct Measured {
   std::vector<backend::GridPoint> points;
   std::int64_t loaded_bytes = 0;  // VmRSS with the model loaded and warm, between forwards
   std::int64_t load_bytes = 0;    // VmRSS growth from loading and warming the model
+  // backend::FingerprintJson of the model measured; null when a --from-json
+  // source has none (serve then refuses the file it gives).
+  nlohmann::json fingerprint;
 };
 
 // Megabytes (MiB) with one decimal, for the table and the progress line.

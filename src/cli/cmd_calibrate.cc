@@ -26,6 +26,7 @@
 #include "backend/peak_memory.h"
 #include "cli/calibrate_report.h"
 #include "backend/calibration_file.h"
+#include "backend/model_fingerprint.h"
 #include "cli/commands.h"
 #include "cli/enum_flag.h"
 #include "cli/fail.h"
@@ -123,6 +124,8 @@ Measured Measure(const CalibrateArgs& args) {
     m.model["attention"] = loaded->encoder->info().attention;
   }
   const backend::Encoder& encoder = *loaded->encoder;
+  m.fingerprint = backend::FingerprintJson(
+      backend::FingerprintOf(encoder.info(), encoder.hidden_size(), args.model.threads));
 
   backend::GridOptions grid;
   if (!args.grid.empty()) {
@@ -178,6 +181,7 @@ Measured FromJson(const std::string& path) {
     m.loaded_bytes = j.at("loaded_process_bytes").get<std::int64_t>();
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
     m.points = backend::ParseCalibrationGrid(j.at("grid"));
+    if (j.contains("fingerprint")) m.fingerprint = j.at("fingerprint");
   } catch (const CLI::Error&) {  // a Fail above: already said why
     throw;
   } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors

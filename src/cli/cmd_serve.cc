@@ -144,9 +144,9 @@ void AddServeCommand(CLI::App& app) {
             std::to_string(args->threads));
   model_opt("--max-batch-tokens", per_model->max_batch_tokens,
             "batch budget in the cost model's unit (sum: tokens in the batch, TEI's meaning; padded: batch size x "
-            "longest input); also caps the longest input unless --max-input-tokens is set (0 = from --calibration, "
-            "else " +
-                std::to_string(SchedulerOptions{}.max_batch_tokens) + ")",
+            "longest input); one input of the model's limit must fit it, else serve refuses to start (0 = from "
+            "--calibration, else " +
+                std::to_string(SchedulerOptions{}.max_batch_tokens) + ", raised to hold one such input)",
             "0", "MAX_BATCH_TOKENS");
   model_opt("--max-batch-requests", per_model->max_batch_requests, "most inputs per batch",
             std::to_string(args->max_batch_requests), "MAX_BATCH_REQUESTS");
@@ -170,7 +170,8 @@ void AddServeCommand(CLI::App& app) {
       "--oversize split: tokens shared by consecutive windows (< --max-input-tokens)");
   opt("--max-queue-size", args->max_queue_size, "most inputs queued (429 beyond; 0 = unlimited)");
   model_opt("--max-input-tokens", per_model->max_input_tokens,
-            "longest input accepted as is (0 = the --calibration's, else derived from the budget)",
+            "longest input accepted as is (0 = the --calibration's, else the model's max_seq_length; without a "
+            "model limit, derived from the budget)",
             std::to_string(args->max_input_tokens));
   opt("--oversize", args->oversize, "inputs longer than --max-input-tokens")->check(NamesValidator(kOversizePolicyNames));
   CLI::Option* auto_truncate =

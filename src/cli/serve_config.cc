@@ -316,6 +316,23 @@ absl::StatusOr<ServeConfig> ResolveServeConfig(const ServeArgs& a, const ServeFi
   absl::StatusOr<SchedulerOptions> scheduler = SchedulerFromArgs(a, files.calibration, packed);
   if (!scheduler.ok()) return scheduler.status();
   c.service.batcher.scheduler = *scheduler;
+  // A budget nobody chose grows to hold one longest input; a chosen one that
+  // cannot is refused at start (server::ShortBudget).
+  const bool default_budget = a.max_batch_tokens == 0 && !files.calibration;
+  c.service.short_budget = default_budget ? server::ShortBudget::kRaise : server::ShortBudget::kRefuse;
+  c.budget_origin = a.max_batch_tokens > 0 ? "--max-batch-tokens"
+                    : files.calibration    ? "--calibration " + a.calibration
+                                           : "the default";
+  if (files.calibration && a.backend == "torch") {
+    if (!files.calibration->fingerprint) {
+      return Bad(fmt::format("--calibration {} records no fingerprint of the model it measured (written by an older "
+                             "`tokenbatch calibrate`, or by hand): calibrate this model again",
+                             a.calibration));
+    }
+    c.calibrated_fingerprint = files.calibration->fingerprint;
+    c.calibration_path = a.calibration;
+  }
+  c.threads = a.threads;
   c.service.batcher.num_workers = a.workers;
   if (absl::Status st = SetIntraOp(a, files, c); !st.ok()) return st;
   c.service.tokenizer_threads = a.tokenization_workers;

@@ -50,6 +50,15 @@ struct ServeConfig {
   std::string log_level;
   // Said to the log at start (e.g. both --model and --model-id given).
   std::vector<std::string> warnings;
+  // Where max_batch_tokens came from, for the error when it cannot hold one
+  // longest input: "--max-batch-tokens", "--calibration FILE" or "the default".
+  std::string budget_origin;
+  // --calibration's model fingerprint and file, checked against the model
+  // loaded (backend::CheckFingerprint); unset without a calibration or with
+  // --backend noop, which runs no model.
+  std::optional<backend::ModelFingerprint> calibrated_fingerprint;
+  std::string calibration_path;
+  int threads = 0;  // --threads, as a fingerprint records it
 };
 
 // The files serve uses when no flag names others (cli/default_paths.h).

@@ -33,6 +33,9 @@ backend::CalibrationFile Calibration() {
   c.memory = backend::QuadraticFit{.c0 = 1000, .c1 = 10, .c2 = 0.5};
   c.limits = backend::BudgetLimits{.memory_budget_bytes = 1 << 30, .max_input_tokens = 512, .max_batch_size = 32};
   c.recommendation = backend::Recommendation{.sum_tokens = 8000, .padded_tokens = 6000, .memory_bytes = 900000};
+  c.fingerprint = backend::ModelFingerprint{.architecture = "bert", .hidden_size = 384, .num_layers = 6,
+                                            .num_heads = 12, .vocab_size = 30522, .dtype = "float32",
+                                            .execution = "packed", .attention = "sdpa"};
   return c;
 }
 
@@ -197,6 +200,13 @@ TEST(ResolveServeConfig, TheCalibrationSizesTheBudgetWithinWhatItMeasured) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->service.batcher.scheduler.cost_model.name(), "memory");
   EXPECT_EQ(c->service.batcher.scheduler.max_batch_tokens, 900000);
+  // A calibrated budget is never raised to hold a longer input: the service
+  // refuses one that cannot (server::ShortBudget), and the model loaded must
+  // be the one measured.
+  EXPECT_EQ(c->service.short_budget, server::ShortBudget::kRefuse);
+  EXPECT_EQ(c->budget_origin, "--calibration " + args.calibration);
+  ASSERT_TRUE(c->calibrated_fingerprint.has_value());
+  EXPECT_EQ(*c->calibrated_fingerprint, *files.calibration->fingerprint);
 
   args.cost_model = "";
   args.max_batch_tokens = 3000;  // the flag wins
@@ -299,6 +309,14 @@ TEST(ResolveServeConfig, RefusesWhatCannotWorkNamingTheFlag) {
          a.max_batch_requests = 32;
        },
        "--calibration has no recommended budget for cost model sum"},
+      {"calibration: no fingerprint",
+       [](ServeArgs& a, ServeFiles& f) {
+         f.calibration = Calibration();
+         f.calibration->fingerprint.reset();
+         a.max_batch_requests = 32;
+         a.calibration = "old.json";
+       },
+       "--calibration old.json records no fingerprint of the model it measured"},
       {"scheduler validation", [](ServeArgs& a, ServeFiles&) { a.max_batch_requests = 0; }, "max_batch_size"},
   };
   for (const Refusal& r : refusals) {
@@ -310,6 +328,32 @@ TEST(ResolveServeConfig, RefusesWhatCannotWorkNamingTheFlag) {
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << r.name;
     EXPECT_THAT(c.status().message(), HasSubstr(r.message)) << r.name;
   }
+}
+
+TEST(ResolveServeConfig, OnlyADefaultBudgetMayBeRaisedToHoldOneLongestInput) {
+  absl::StatusOr<ServeConfig> c = ResolveServeConfig(ServeArgs{}, DirectoryFiles());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->service.short_budget, server::ShortBudget::kRaise);
+  EXPECT_EQ(c->budget_origin, "the default");
+  ServeArgs chosen;
+  chosen.max_batch_tokens = 100;
+  c = ResolveServeConfig(chosen, DirectoryFiles());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->service.short_budget, server::ShortBudget::kRefuse);
+  EXPECT_EQ(c->budget_origin, "--max-batch-tokens");
+}
+
+TEST(ResolveServeConfig, TheNoopBackendRunsNoModelSoNoFingerprintIsChecked) {
+  ServeArgs args;
+  args.backend = "noop";
+  args.max_batch_requests = 32;
+  ServeFiles files;
+  files.bundled_tokenizer = "bundled/qwen3.json";
+  files.calibration = Calibration();
+  files.calibration->fingerprint.reset();
+  absl::StatusOr<ServeConfig> c = ResolveServeConfig(args, files);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->calibrated_fingerprint.has_value());
 }
 
 TEST(ChooseModelDirectory, TheFlagElseTheBundledOneUnlessTorchScriptOrNoop) {

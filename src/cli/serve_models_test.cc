@@ -32,6 +32,9 @@ backend::CalibrationFile Calibration(std::string device = "cpu") {
                                    .max_batch_size = 64,
                                    .forward_limit_bytes = 1'000'000'000};
   c.recommendation = backend::Recommendation{.sum_tokens = 8000, .padded_tokens = 6000, .memory_bytes = 800'000'000};
+  c.fingerprint = backend::ModelFingerprint{.architecture = "bert", .hidden_size = 384, .num_layers = 6,
+                                            .num_heads = 12, .vocab_size = 30522, .dtype = "float32",
+                                            .execution = "packed", .attention = "sdpa"};
   return c;
 }
 

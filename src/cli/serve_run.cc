@@ -130,9 +130,23 @@ std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std:
     options.batcher.device_memory =
         DeviceMemoryShare{.device = device, .model = m, .memory_model = plan.memory_models[m]};
   }
+  if (config.calibrated_fingerprint) {
+    const absl::Status fits = backend::CheckFingerprint(
+        *config.calibrated_fingerprint, backend::FingerprintOf(info, encoder->hidden_size(), config.threads),
+        "--calibration " + config.calibration_path);
+    if (!fits.ok()) {
+      Fail(kServeCommand, which + std::string(fits.message()) + ": calibrate the model served with the same flags");
+    }
+  }
+  const std::int64_t budget_asked = options.batcher.scheduler.max_batch_tokens;
   auto service = OrFail(kServeCommand, server::EmbeddingService::Create(options, std::move(tok), std::move(encoder)),
-                        which + "service");
+                        which + "service (max_batch_tokens from " + config.budget_origin + ")");
   const SchedulerOptions& s = service->options().batcher.scheduler;
+  if (s.max_batch_tokens != budget_asked) {
+    spdlog::info("{}max_batch_tokens raised from the default {} to {} {}, the cost of one input of the model's limit "
+                 "of {} tokens (--max-batch-tokens sets it)",
+                 which, budget_asked, s.max_batch_tokens, s.cost_model.unit(), s.max_input_tokens);
+  }
   // Both layers' settings for over-long inputs: the API truncates them first
   // (auto_truncate, or a request's own `truncate`); `oversize` applies to what
   // is still longer than max_input_tokens after that.

@@ -360,6 +360,10 @@ backend::EncoderInfo HfEncoder::info() const {
   const ModelDirectory& m = impl_->model;
   backend::EncoderInfo info{.name = "hf",
                             .architecture = m.config.model_type,
+                            .layer_width = m.config.hidden_size,
+                            .num_layers = m.config.num_hidden_layers,
+                            .num_heads = m.config.num_attention_heads,
+                            .execution = std::string(kExecutionNames.Name(impl_->options.execution)),
                             .dtype = impl_->options.dtype,
                             .attention = std::string(AttentionKernelName(impl_->attention)),
                             .vocab_size = m.config.vocab_size,

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "http/test_client.h"
+#include "service/test_gated_encoder.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -142,33 +144,47 @@ int MetricValue(const std::string& metrics, const std::string& series) {
   return std::atoi(metrics.c_str() + at + series.size() + 2);
 }
 
-// A client sends five inputs, which queue behind a 400 ms batch, and closes its
-// connection `linger` after sending. The disconnect watch starts once a request
-// has been pending for a few ms (http_connection.cc, AgedEntries); a client gone
-// before that is noticed then.
+// A client sends five inputs, which queue behind a batch held at the backend's
+// gate, and closes its connection `linger` after they are queued. The disconnect
+// watch starts once a request has been pending for a few ms
+// (http_connection.cc, AgedEntries); a client gone before that is noticed then.
+// The gate stays shut until all five are cancelled, so they can only have been
+// cancelled, never computed.
 void ExpectQueuedInputsOfALeaverCancelled(std::chrono::milliseconds linger) {
   ServiceOptions one_at_a_time;
   one_at_a_time.batcher.scheduler.max_batch_size = 1;
-  auto s = testing::StartTestServer({}, one_at_a_time,
-                                    {.hidden_size = 16, .delay = std::chrono::milliseconds(400)});
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  auto s = testing::StartTestServerWith(
+      {}, one_at_a_time,
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 16}), gate));
   ASSERT_NE(s.port, 0);
-  Connection busy(s.port);  // occupies the only worker for 400 ms
+  Connection busy(s.port);  // occupies the only worker until the gate opens
   ASSERT_TRUE(busy.Send(BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(gate->WaitForArrivals(1));
   {
     Connection leaver(s.port);
     ASSERT_TRUE(leaver.Send(BuildRequest("POST", "/embed", json{{"inputs", {"a", "b", "c", "d", "e"}}}.dump())));
-    std::this_thread::sleep_for(linger);
+    if (linger > std::chrono::milliseconds(0)) {
+      ASSERT_TRUE(tokenbatch::testing::WaitUntil([&] { return s.service->metrics().requests_submitted == 6; }));
+      std::this_thread::sleep_for(linger);
+    }
   }  // closes with all five inputs still queued behind "busy"
-  auto r = busy.Read();
+  const auto cancelled = [&] {
+    const MetricsSnapshot m = s.service->metrics();
+    const auto it = m.failures_by_kind.find("cancelled");
+    return it == m.failures_by_kind.end() ? 0u : it->second;
+  };
+  EXPECT_TRUE(tokenbatch::testing::WaitUntil([&] { return cancelled() == 5; })) << cancelled() << " cancelled";
+  gate->Open();
+  auto r = busy.Read(std::chrono::seconds(60));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto m = Call(s.port, "GET", "/metrics");
   ASSERT_TRUE(m);
   EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{model=\"tokenbatch\",outcome=\"cancelled\"}"), 5) << m->body;
   EXPECT_EQ(MetricValue(m->body, "tokenbatch_inputs_total{model=\"tokenbatch\",outcome=\"success\"}"), 1);
   EXPECT_EQ(MetricValue(m->body, "tokenbatch_batches_total{model=\"tokenbatch\"}"), 1);  // only "busy" was computed
+  EXPECT_EQ(gate->arrived(), 1);
   auto h = Call(s.port, "GET", "/health");
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);

@@ -17,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "http/test_client.h"
+#include "service/test_gated_encoder.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -50,8 +52,12 @@ std::optional<std::string> AgentLine(std::uint16_t port) {
 TEST(ServerDrain, AgentReportsWeightThenDrainThenDown) {
   ServerOptions options;
   options.lb_agent_port = 0;
-  // 400 ms per batch: a request is still computing when Stop begins.
-  auto s = testing::StartTestServer(options, {}, {.hidden_size = 16, .delay = std::chrono::milliseconds(400)});
+  // Batches wait at a gate: a request is still computing when Stop begins, and
+  // until the agent has been seen saying "down".
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  auto s = testing::StartTestServerWith(
+      options, {},
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 16}), gate));
   ASSERT_NE(s.port, 0);
   const std::uint16_t agent = s.http->lb_agent_port();
   ASSERT_NE(agent, 0);
@@ -61,6 +67,7 @@ TEST(ServerDrain, AgentReportsWeightThenDrainThenDown) {
   s.http->BeginDrain();
   EXPECT_EQ(AgentLine(agent), "drain\n");
   // Still served while draining, but the connection closes after the reply.
+  gate->Let(1);
   Connection conn(s.port);
   const auto served = conn.Call("POST", "/embed", json{{"inputs", "late but served"}}.dump());
   ASSERT_TRUE(served.has_value());
@@ -76,18 +83,17 @@ TEST(ServerDrain, AgentReportsWeightThenDrainThenDown) {
   auto in_flight = std::async(std::launch::async, [&] {
     return Call(s.port, "POST", "/embed", json{{"inputs", "in flight at stop"}}.dump());
   });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (s.service->metrics().requests_submitted < 2 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  ASSERT_TRUE(gate->WaitForArrivals(2));  // computing, held at the gate
   auto stopped = std::async(std::launch::async, [&] { s.Stop(); });
   std::optional<std::string> line;
-  while (std::chrono::steady_clock::now() < give_up) {
-    line = AgentLine(agent);
-    if (line != "drain\n") break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  tokenbatch::testing::WaitUntil(
+      [&] {
+        line = AgentLine(agent);
+        return line != "drain\n";
+      },
+      tokenbatch::testing::kWaitLimit, std::chrono::milliseconds(2));
   EXPECT_EQ(line, "down\n");
+  gate->Open();
   stopped.get();
   const auto answered = in_flight.get();
   ASSERT_TRUE(answered.has_value());
@@ -107,31 +113,45 @@ TEST(ServerDrain, AgentWeightFallsWithTheQueueAndRecovers) {
   options.lb_agent_port = 0;
   ServiceOptions service;
   service.batcher.scheduler.max_batch_size = 1;  // one input per batch: the rest queue
-  auto s = testing::StartTestServer(options, service, {.hidden_size = 16, .delay = std::chrono::milliseconds(800)});
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  auto s = testing::StartTestServerWith(
+      options, service,
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 16}), gate));
   ASSERT_NE(s.port, 0);
   const std::uint16_t agent = s.http->lb_agent_port();
   EXPECT_EQ(AgentWeight(agent), 100);
   std::vector<std::future<std::optional<testing::Response>>> requests;
-  for (int i = 0; i < 4; ++i) {
+  const auto send = [&](int i) {
     requests.push_back(std::async(std::launch::async, [&, i] {
-      return Call(s.port, "POST", "/embed", json{{"inputs", "queued input " + std::to_string(i)}}.dump());
+      Connection c(s.port);
+      const std::string body = json{{"inputs", "queued input " + std::to_string(i)}}.dump();
+      return c.Send(testing::BuildRequest("POST", "/embed", body)) ? c.Read(std::chrono::seconds(60))
+                                                                    : std::nullopt;
     }));
-  }
-  // Three inputs wait behind the running one: three batches of one, and no
-  // latency learned yet, so the weight tends to 100 / (1 + 3) as the queue's
-  // time average catches up with it (time constant 500 ms). Bounded polls.
+  };
+  // The first input holds the only worker at the gate before the others come,
+  // so the queue is three inputs, never more.
+  send(0);
+  ASSERT_TRUE(gate->WaitForArrivals(1));
+  for (int i = 1; i < 4; ++i) send(i);
+  ASSERT_TRUE(tokenbatch::testing::WaitUntil([&] { return s.service->metrics().requests_submitted == 4; }));
+  // Three inputs wait behind the held one: three batches of one, and no batch
+  // has finished, so no latency is learned and the weight tends to
+  // 100 / (1 + 3) as the queue's time average catches up with it.
   int lowest = 100;
-  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (lowest > 40 && std::chrono::steady_clock::now() < give_up) {
-    const int w = AgentWeight(agent);
-    if (w > 0) lowest = std::min(lowest, w);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  tokenbatch::testing::WaitUntil(
+      [&] {
+        const int w = AgentWeight(agent);
+        if (w > 0) lowest = std::min(lowest, w);
+        return lowest <= 40;
+      },
+      tokenbatch::testing::kWaitLimit, std::chrono::milliseconds(20));
   EXPECT_LE(lowest, 40);
   EXPECT_GE(lowest, 25);  // never below what the whole queue asks for
   const auto metrics = Call(s.port, "GET", "/metrics");
   ASSERT_TRUE(metrics.has_value());
   EXPECT_EQ(metrics->body.find("\ntokenbatch_lb_weight_percent 100\n"), std::string::npos) << metrics->body;
+  gate->Open();
   for (auto& r : requests) {
     const auto reply = r.get();
     ASSERT_TRUE(reply.has_value());
@@ -139,11 +159,12 @@ TEST(ServerDrain, AgentWeightFallsWithTheQueueAndRecovers) {
   }
   // The queue is empty again; the average forgets it within a few time constants.
   int weight = 0;
-  give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (weight < 100 && std::chrono::steady_clock::now() < give_up) {
-    weight = AgentWeight(agent);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  tokenbatch::testing::WaitUntil(
+      [&] {
+        weight = AgentWeight(agent);
+        return weight == 100;
+      },
+      tokenbatch::testing::kWaitLimit, std::chrono::milliseconds(50));
   EXPECT_EQ(weight, 100);
   s.Stop();
 }

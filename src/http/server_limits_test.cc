@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http/test_client.h"
+#include "service/test_gated_encoder.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -116,17 +117,23 @@ TEST(ServerLimits, QueueFullIs429) {
 }
 
 TEST(ServerLimits, TooManyConcurrentRequestsIs429) {
-  auto s = StartTestServer({.max_concurrent_requests = 1}, {},
-                           {.hidden_size = 16, .delay = std::chrono::milliseconds(300)});
+  // The first request is held at the backend's gate, so it is in flight for as
+  // long as the second takes.
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  auto s = testing::StartTestServerWith(
+      {.max_concurrent_requests = 1}, {},
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 16}), gate));
   ASSERT_NE(s.port, 0);
   Connection first(s.port);
   ASSERT_TRUE(first.Send(testing::BuildRequest("POST", "/embed", json{{"inputs", "busy"}}.dump())));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // (/metrics would count as a request here)
+  ASSERT_TRUE(gate->WaitForArrivals(1));  // in process: /metrics would count as a request here
   auto r = Call(s.port, "POST", "/v1/embeddings", json{{"input", "x"}}.dump());
+  gate->Open();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->header("retry-after"), "1");
   EXPECT_THAT(json::parse(r->body)["error"]["message"].get<std::string>(), HasSubstr("max_concurrent_requests"));
+  EXPECT_EQ(gate->arrived(), 1);  // the second was refused, not computed
   auto f = first.Read();
   ASSERT_TRUE(f);
   EXPECT_EQ(f->status, 200);

@@ -1,17 +1,20 @@
 // Priority and deadlines over HTTP: vLLM's `priority` body field reorders queued
 // inputs, and X-Request-Timeout-Ms fails inputs not computed in time with 504.
-// One worker, one input per batch and a slow noop backend make the order
-// observable: while a blocker runs (kRun), two requests queue up; the one the
-// scheduler picks next finishes a whole kRun before the other.
+// One worker, one input per batch and a backend that holds each batch at a gate
+// until the test lets it through make the order observable: while a blocker
+// is held, two requests queue up; once the blocker and one more batch are let
+// through, only the request the scheduler picked next can have been answered.
 #include <chrono>
 #include <future>
-#include <thread>
+#include <memory>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "http/test_client.h"
+#include "service/test_gated_encoder.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -22,67 +25,87 @@ using testing::BuildRequest;
 using testing::Call;
 using testing::Connection;
 using testing::Response;
-using Clock = std::chrono::steady_clock;
+using tokenbatch::testing::Gate;
+using tokenbatch::testing::WaitUntil;
 
-constexpr auto kRun = std::chrono::milliseconds(250);  // the noop backend's time per batch
-
-testing::TestServer SlowServer() {
+// A server with one worker that computes one input per batch, each batch held
+// at `gate` until the test lets it through.
+testing::TestServer GatedServer(const std::shared_ptr<Gate>& gate) {
   ServiceOptions one_at_a_time;
   one_at_a_time.batcher.scheduler.max_batch_size = 1;
   one_at_a_time.batcher.scheduler.max_wait = Duration::zero();
-  return testing::StartTestServer({}, one_at_a_time, {.hidden_size = 8, .delay = kRun});
+  return testing::StartTestServerWith(
+      {}, one_at_a_time,
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 8}), gate));
 }
 
-// Sends `body` to /embed on its own connection; the future gives the response
-// and when it arrived.
-std::future<std::pair<std::optional<Response>, Clock::time_point>> Send(std::uint16_t port, json body) {
+// Sends `body` to /embed on its own connection; the future gives the response.
+std::future<std::optional<Response>> Send(std::uint16_t port, json body) {
   auto conn = std::make_shared<Connection>(port);
   EXPECT_TRUE(conn->Send(BuildRequest("POST", "/embed", body.dump())));
-  return std::async(std::launch::async, [conn] {
-    auto r = conn->Read(std::chrono::seconds(10));
-    return std::make_pair(std::move(r), Clock::now());
-  });
+  return std::async(std::launch::async, [conn] { return conn->Read(std::chrono::seconds(60)); });
 }
 
-// Which of two requests, queued behind a running blocker in this order, is
-// answered first. Their gap (~kRun) dwarfs any scheduling noise.
-bool SecondFinishesFirst(std::uint16_t port, const json& first, const json& second) {
-  auto blocker = Send(port, {{"inputs", "blocker"}});
-  std::this_thread::sleep_for(kRun / 5);  // the blocker is running
-  auto a = Send(port, first);
-  std::this_thread::sleep_for(kRun / 10);  // `first` is queued before `second`
-  auto b = Send(port, second);
-  const auto ra = a.get(), rb = b.get();
-  EXPECT_EQ(blocker.get().first->status, 200);
-  EXPECT_TRUE(ra.first && rb.first);
-  EXPECT_EQ(ra.first->status, 200);
-  EXPECT_EQ(rb.first->status, 200);
-  return rb.second < ra.second;
+bool Ready(const std::future<std::optional<Response>>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+// Which of two requests, queued behind a held blocker in this order, the server
+// computes first: the blocker and one more batch are let through, and the other
+// request's batch stays held, so exactly one of the two can be answered.
+bool SecondIsServedFirst(testing::TestServer& s, Gate& gate, const json& first, const json& second) {
+  const int batches = gate.arrived();
+  const std::uint64_t submitted = s.service->metrics().requests_submitted;
+  auto blocker = Send(s.port, {{"inputs", "blocker"}});
+  EXPECT_TRUE(gate.WaitForArrivals(batches + 1));  // the blocker holds the only worker
+  auto a = Send(s.port, first);
+  EXPECT_TRUE(WaitUntil([&] { return s.service->metrics().requests_submitted >= submitted + 2; }));
+  auto b = Send(s.port, second);  // queued after `first`
+  EXPECT_TRUE(WaitUntil([&] { return s.service->metrics().requests_submitted >= submitted + 3; }));
+  gate.Let(2);  // the blocker, then whichever request the scheduler picks
+  EXPECT_TRUE(WaitUntil([&] { return Ready(a) || Ready(b); }));
+  const bool second_first = Ready(b);
+  EXPECT_NE(Ready(a), second_first) << "both answered, or neither, with one batch still held";
+  gate.Let(1);
+  const auto ra = a.get(), rb = b.get(), rblocker = blocker.get();
+  EXPECT_TRUE(ra && rb && rblocker);
+  if (ra && rb && rblocker) {
+    EXPECT_EQ(rblocker->status, 200);
+    EXPECT_EQ(ra->status, 200);
+    EXPECT_EQ(rb->status, 200);
+  }
+  return second_first;
 }
 
 TEST(ServerScheduling, LowerPriorityValueIsServedFirst) {
-  auto s = SlowServer();
+  auto gate = std::make_shared<Gate>();
+  auto s = GatedServer(gate);
   ASSERT_NE(s.port, 0);
   // Control: the same priority keeps arrival order...
-  EXPECT_FALSE(SecondFinishesFirst(s.port, {{"inputs", "first"}}, {{"inputs", "second"}}));
+  EXPECT_FALSE(SecondIsServedFirst(s, *gate, {{"inputs", "first"}}, {{"inputs", "second"}}));
   // ...and a lower value (vLLM's convention) jumps the queue, on both routes' field.
-  EXPECT_TRUE(SecondFinishesFirst(s.port, {{"inputs", "first"}, {"priority", 5}},
+  EXPECT_TRUE(SecondIsServedFirst(s, *gate, {{"inputs", "first"}, {"priority", 5}},
                                   {{"inputs", "second"}, {"priority", -5}}));
+  gate->Open();
 }
 
 TEST(ServerScheduling, DeadlinePassedWhileQueuedIs504) {
-  auto s = SlowServer();
+  auto gate = std::make_shared<Gate>();
+  auto s = GatedServer(gate);
   ASSERT_NE(s.port, 0);
   auto blocker = Send(s.port, {{"inputs", "blocker"}});
-  std::this_thread::sleep_for(kRun / 5);
-  const auto sent = Clock::now();
+  ASSERT_TRUE(gate->WaitForArrivals(1));  // the blocker holds the only worker
   auto late = Call(s.port, "POST", "/v1/embeddings", json{{"input", "late"}}.dump(), {"X-Request-Timeout-Ms: 50"});
+  // Answered at its deadline, while the batch in front of it is still held.
+  EXPECT_FALSE(Ready(blocker));
+  gate->Open();
   ASSERT_TRUE(late);
   EXPECT_EQ(late->status, 504);
   EXPECT_THAT(json::parse(late->body)["error"]["message"].get<std::string>(), HasSubstr("deadline"));
-  // Answered at its deadline, not after the blocker's batch.
-  EXPECT_LT(Clock::now() - sent, kRun);
-  EXPECT_EQ(blocker.get().first->status, 200);
+  const auto unblocked = blocker.get();
+  ASSERT_TRUE(unblocked);
+  EXPECT_EQ(unblocked->status, 200);
+  EXPECT_EQ(gate->arrived(), 1);  // the late input was never computed
 
   auto in_time = Call(s.port, "POST", "/embed", json{{"inputs", "ok"}}.dump(), {"X-Request-Timeout-Ms: 10000"});
   ASSERT_TRUE(in_time);

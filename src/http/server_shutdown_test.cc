@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "http/test_client.h"
+#include "service/test_gated_encoder.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch::server {
 namespace {
@@ -55,23 +57,42 @@ TEST(ServerShutdown, UnderLoadEveryRequestIsAnswered) {
   EXPECT_FALSE(Call(s.port, "GET", "/health").has_value());  // no longer listening
 }
 
-// Five single-input requests queue behind one worker; Stop comes while they wait.
+// Five single-input requests queue behind one worker, the first held at the
+// backend's gate; Stop comes while they wait. The gate opens once the shutdown
+// has begun: under kCancelQueued once the four queued inputs have failed; under
+// kDrain once the server is stopping, with a delay per batch that keeps the
+// rest queued until the Batcher's shutdown, which follows at once.
 int QueuedRequestsAnsweredOk(ShutdownMode mode, int* answered) {
+  *answered = 0;
   ServiceOptions so;
   so.batcher.scheduler.max_batch_size = 1;
-  auto s = testing::StartTestServer({.drain = mode}, so, {.hidden_size = 16, .delay = std::chrono::milliseconds(60)});
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  auto s = testing::StartTestServerWith(
+      {.drain = mode}, so,
+      std::make_unique<tokenbatch::testing::GatedEncoder>(
+          backend::MakeNoopEncoder({.hidden_size = 16, .delay = std::chrono::milliseconds(60)}), gate));
   if (s.port == 0) return -1;
   std::vector<std::unique_ptr<Connection>> conns;
   for (int i = 0; i < 5; ++i) {
     conns.push_back(std::make_unique<Connection>(s.port));
     conns.back()->Send(BuildRequest("POST", "/embed", json{{"inputs", "queued " + std::to_string(i)}}.dump()));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_TRUE(gate->WaitForArrivals(1));
+  EXPECT_TRUE(tokenbatch::testing::WaitUntil([&] { return s.service->metrics().requests_submitted == 5; }));
   std::thread stopper([&] { s.Stop(); });
+  if (mode == ShutdownMode::kCancelQueued) {
+    EXPECT_TRUE(tokenbatch::testing::WaitUntil([&] {
+      const MetricsSnapshot m = s.service->metrics();
+      const auto failed = m.failures_by_kind.find("shutting_down");
+      return failed != m.failures_by_kind.end() && failed->second == 4;
+    })) << "the queued inputs were not failed by the shutdown";
+  } else {
+    EXPECT_TRUE(tokenbatch::testing::WaitUntil([&] { return s.router->shutting_down(); }));
+  }
+  gate->Open();
   int ok = 0;
-  *answered = 0;
   for (auto& c : conns) {
-    auto r = c->Read();
+    auto r = c->Read(std::chrono::seconds(60));
     if (r) ++*answered;
     if (r && r->status == 200) ++ok;
   }
@@ -89,8 +110,7 @@ TEST(ServerShutdown, CancelModeAnswersQueuedRequests503) {
   int answered = 0;
   const int ok = QueuedRequestsAnsweredOk(ShutdownMode::kCancelQueued, &answered);
   EXPECT_EQ(answered, 5);
-  EXPECT_LT(ok, 5);  // the one running finishes; the queued ones get 503
-  EXPECT_GE(ok, 1);
+  EXPECT_EQ(ok, 1);  // the one running finishes; the queued ones get 503
 }
 
 }  // namespace

@@ -99,7 +99,9 @@ class Model {
     s.batcher.scheduler.max_batch_tokens = o.max_batch_tokens;
     s.batcher.scheduler.max_batch_size = o.max_batch_size;
     s.batcher.scheduler.max_wait = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.max_wait_s));
-    s.batcher.scheduler.max_input_tokens = std::min(dir.max_seq_length, o.max_batch_tokens);
+    // The model's limit; a max_batch_tokens that cannot hold one such input is
+    // refused by Create (server::ShortBudget::kRefuse), never made the limit.
+    s.batcher.scheduler.max_input_tokens = dir.max_seq_length;
     s.batcher.scheduler.max_queue_size = static_cast<std::size_t>(o.max_queue_size);
     s.tokenizer_threads = o.tokenizer_threads;
     // As sentence-transformers: inputs longer than max_seq_length are cut.

@@ -3,16 +3,23 @@
 // on one thread, every wide forward runs on one and the same worker thread,
 // every request is answered once, a lone batch after a quiet spell gets every
 // core, and a drain right after a submit ends. Also runs under TSan.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "runtime/test_backend.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch {
 namespace {
@@ -21,6 +28,7 @@ using testing::MakeTokens;
 using testing::SumBatcher;
 using testing::SumOf;
 using testing::Tokens;
+using testing::WaitUntil;
 
 thread_local int forward_threads = 0;  // what set_forward_threads gave this worker
 
@@ -54,6 +62,28 @@ struct CoreLedger {
     return out;
   }
 };
+
+// Whether every thread of this process but the caller is blocked in the kernel
+// (state S in /proc/self/task/*/stat). Once a worker has run a request's
+// callback it goes back to sleep for work; until it is blocked there it may
+// still be finishing its callbacks, and a request arriving meanwhile is not
+// its to take (worker_loop.cc). Nothing else here holds a lock a worker
+// could block on, so a worker in S is asleep waiting for work.
+bool OtherThreadsAsleep() {
+  const std::string self = std::to_string(syscall(SYS_gettid));
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    if (task.path().filename() == self) continue;
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // "tid (name) state ...": the name may hold spaces and parentheses.
+    const std::size_t name_end = line.rfind(')');
+    if (name_end == std::string::npos || name_end + 2 >= line.size()) continue;  // the thread has ended
+    if (line[name_end + 2] != 'S') return false;
+  }
+  return !error;
+}
 
 TEST(BatcherIntraOpTest, ForwardsNeverHoldMoreThreadsThanCores) {
   for (const int cores : {2, 3}) {
@@ -91,17 +121,20 @@ TEST(BatcherIntraOpTest, ForwardsNeverHoldMoreThreadsThanCores) {
     }
     for (auto& t : producers) t.join();
     // Wait until every answer is in, then past the hold: a lone request is wide.
-    // Then lone requests one after another, each after a quiet spell past the
-    // last answer: its worker is back asleep, not still running callbacks.
-    while (batcher->metrics().requests_succeeded < calls.size()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The hold is measured in real time from the last sign of load, which came
+    // before the last answer, so sleeping past it after that answer ends it.
+    // Then lone requests one after another, each once every worker is back
+    // asleep, not still running callbacks.
+    ASSERT_TRUE(WaitUntil([&] { return batcher->metrics().requests_succeeded >= calls.size(); }));
+    std::this_thread::sleep_for(4 * o.intra_op->narrow_hold);
     const int before = ledger.batches.load();
+    const int narrow_before = ledger.narrow.load();
     constexpr int kLone = 20;
     std::atomic<int> lone_calls{0};
     for (int i = 0; i < kLone; ++i) {
+      ASSERT_TRUE(WaitUntil(OtherThreadsAsleep)) << "the workers did not go back to sleep";
       ASSERT_TRUE(batcher->Submit(MakeTokens(3), 3, {}, [&](SumBatcher::Result) { lone_calls.fetch_add(1); }).ok());
-      while (lone_calls.load() < i + 1) std::this_thread::sleep_for(std::chrono::microseconds(100));
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ASSERT_TRUE(WaitUntil([&] { return lone_calls.load() >= i + 1; }));
     }
     batcher->Shutdown(ShutdownMode::kDrain);
 
@@ -118,6 +151,7 @@ TEST(BatcherIntraOpTest, ForwardsNeverHoldMoreThreadsThanCores) {
     // helper threads (worker_loop.cc).
     EXPECT_EQ(ledger.wide_threads.size(), 1u);
     EXPECT_EQ(ledger.last_width.load(), cores) << "a lone batch after a quiet spell";
+    EXPECT_EQ(ledger.narrow.load(), narrow_before) << "every lone batch gets every core";
     EXPECT_EQ(forward_threads, 0);  // set on the workers' threads, not this one
   }
 }

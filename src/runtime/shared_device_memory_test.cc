@@ -16,6 +16,7 @@
 
 #include "runtime/engine/engine_test_util.h"
 #include "runtime/test_backend.h"
+#include "testing/wait_until.h"
 
 namespace tokenbatch {
 namespace {
@@ -140,8 +141,8 @@ TEST(SharedDeviceMemoryStepTest, AWaiterWhoseReserveShrinksWakesTheModelsBehindI
 // at once (bytes = 10·B·Lmax of each batch): interleaved large inputs to the
 // two models. `shared`: both decide through one SharedDeviceMemory of `limit`;
 // else each batches alone under a budget of the same limit (10·B·Lmax <= limit
-// per batch, Infinity's design). `overlap`: each backend's first batch waits (a
-// bounded time) for the other's to start, so that batches coincide.
+// per batch, Infinity's design). `overlap`: each backend's first batch waits for
+// the other's to start, so that batches coincide.
 struct PeakRun {
   std::int64_t peak_bytes = 0;
   int results = 0;
@@ -159,7 +160,11 @@ PeakRun RunTwoModels(bool shared, bool overlap) {
     for (std::int64_t p = peak.load(); now > p && !peak.compare_exchange_weak(p, now);) {
     }
     if (overlap && started.fetch_add(1) < 2) {
-      for (int i = 0; i < 200 && started.load() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      // Under per-model budgets the other model's first batch always starts, so
+      // the wait ends when it does. Under a shared limit it may not fit beside
+      // this one until this one ends: the wait gives up early.
+      const std::chrono::milliseconds limit = shared ? std::chrono::milliseconds(200) : testing::kWaitLimit;
+      testing::WaitUntil([&] { return started.load() >= 2; }, limit);
     }
     std::this_thread::sleep_for(std::chrono::microseconds(300));
     running.fetch_sub(bytes);

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/batcher_adapter.h"
+#include "service/input_limit.h"
 #include "service/input_preparation.h"
 #include "service/pending.h"
 #include "service/work_queue.h"
@@ -138,13 +139,8 @@ absl::StatusOr<std::unique_ptr<EmbeddingService>> EmbeddingService::Create(
     return InvalidArgumentError(
         "sparse embeddings cannot be merged over windows: use oversize truncate or reject, not split");
   }
-  const std::int64_t positions = info.max_positions;
-  if (positions > 0) {
-    const std::int64_t derived = EffectiveMaxInputTokens(sched);
-    if (sched.max_input_tokens == 0 || sched.max_input_tokens > positions) {
-      sched.max_input_tokens = std::min(derived, positions);
-    }
-  }
+  absl::StatusOr<bool> raised = ResolveInputLimit(sched, info.max_positions, options.short_budget);
+  if (!raised.ok()) return raised.status();
   auto impl = std::make_unique<Impl>();
   absl::StatusOr<std::unique_ptr<ServiceBatcher>> batcher =
       ServiceBatcher::Create(options.batcher, EncoderBatchFunction(backend.get()), WindowHooks());

@@ -16,26 +16,22 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "service/test_gated_encoder.h"
 #include "testing/tokenizer_data.h"
+#include "testing/wait_until.h"
 #include "tokenbatch/backend/noop_encoder.h"
 #include "tokenbatch/core/errors.h"
 
 namespace tokenbatch::server {
 namespace {
 
-// Records the ids of every input it is given; returns zero vectors of width 4,
-// after `delay` per call.
+// Records the ids of every input it is given; returns zero vectors of width 4.
 class RecordingBackend : public backend::Encoder {
  public:
-  explicit RecordingBackend(std::chrono::milliseconds delay = {}) : delay_(delay) {}
   absl::StatusOr<std::vector<backend::Embedding>> Embed(
       std::span<const backend::EmbeddingInput> inputs) const override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++calls_;
-    }
-    std::this_thread::sleep_for(delay_);
     std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
     thread_ = std::this_thread::get_id();
     for (const auto& in : inputs) {
       seen_.push_back(in.input_ids);
@@ -69,7 +65,6 @@ class RecordingBackend : public backend::Encoder {
   mutable std::vector<int> prompt_tokens_;
   mutable std::thread::id thread_;
   mutable int calls_ = 0;
-  const std::chrono::milliseconds delay_;
 };
 
 absl::StatusOr<EmbedResult> EmbedNow(EmbeddingService& service, EmbedRequest request) {
@@ -208,29 +203,38 @@ TEST(EmbeddingServiceFanIn, InjectedOutOfMemoryFailsOnlyTheInputTooLargeAlone) {
   EXPECT_EQ(GetErrorKind(large.get_future().get()), ErrorKind::kOutOfMemory);
 }
 
+// Waits (bounded) until `service` has accepted `n` inputs into its Batcher.
+bool WaitForSubmitted(const EmbeddingService& service, std::uint64_t n) {
+  return tokenbatch::testing::WaitUntil([&] { return service.metrics().requests_submitted >= n; });
+}
+
 // The answer (where the caller formats its reply) runs on a tokenizer thread when
 // the worker's next batch would wait for it, and on the worker when it is idle.
 TEST(EmbeddingServiceFanIn, TheAnswerLeavesTheWorkerOnlyWhenABatchWaits) {
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
   ASSERT_TRUE(tok.ok()) << tok.status();
-  auto backend = std::make_unique<RecordingBackend>(std::chrono::milliseconds(500));
-  const RecordingBackend* model = backend.get();
-  auto service = EmbeddingService::Create({}, *std::move(tok), std::move(backend));
+  auto recording = std::make_unique<RecordingBackend>();
+  const RecordingBackend* model = recording.get();
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
+  ServiceOptions options;
+  // No batching window: the second input is due the moment the worker is free.
+  options.batcher.scheduler.max_wait = Duration::zero();
+  auto service = EmbeddingService::Create(
+      options, *std::move(tok), std::make_unique<tokenbatch::testing::GatedEncoder>(std::move(recording), gate));
   ASSERT_TRUE(service.ok()) << service.status();
   std::promise<std::thread::id> first, second;
   (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "first"}}}, [&](absl::StatusOr<EmbedResult> r) {
     EXPECT_TRUE(r.ok()) << r.status();
     first.set_value(std::this_thread::get_id());
   });
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (model->calls() == 0 && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_EQ(model->calls(), 1);  // the first batch runs for 500 ms...
+  ASSERT_TRUE(gate->WaitForArrivals(1));  // the first batch is held at the gate...
   (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "second"}}}, [&](absl::StatusOr<EmbedResult> r) {
     EXPECT_TRUE(r.ok()) << r.status();
     second.set_value(std::this_thread::get_id());
   });
+  const bool queued = WaitForSubmitted(**service, 2);
+  gate->Open();
+  ASSERT_TRUE(queued);
   // ...so the second is queued when it ends: the first answer must not hold it up.
   EXPECT_NE(first.get_future().get(), model->thread());
   // Nothing waits behind the second: answered on the worker itself.
@@ -241,38 +245,38 @@ TEST(EmbeddingServiceFanIn, TheAnswerLeavesTheWorkerOnlyWhenABatchWaits) {
 TEST(EmbeddingServiceFanIn, ADisconnectCancelsTheQueuedInputsAndAnswersOnce) {
   auto tok = tokenizer::Tokenizer::FromFile(tokenbatch::testing::TestTokenizerPath("bert"));
   ASSERT_TRUE(tok.ok()) << tok.status();
+  // The first batch is held at the gate until the disconnect has been answered.
+  auto gate = std::make_shared<tokenbatch::testing::Gate>();
   auto service = EmbeddingService::Create(
-      {}, *std::move(tok), backend::MakeNoopEncoder({.hidden_size = 4, .delay = std::chrono::milliseconds(500)}));
+      {}, *std::move(tok),
+      std::make_unique<tokenbatch::testing::GatedEncoder>(backend::MakeNoopEncoder({.hidden_size = 4}), gate));
   ASSERT_TRUE(service.ok()) << service.status();
-  auto submitted = [&](std::uint64_t n) {  // waits until n inputs are in the Batcher
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while ((*service)->metrics().requests_submitted < n && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return (*service)->metrics().requests_submitted >= n;
-  };
   std::promise<absl::Status> first;
   std::future<absl::Status> first_done = first.get_future();
   (*service)->Embed(EmbedRequest{.inputs = {EmbedInput{.text = "keeps the worker busy"}}},
                     [&](absl::StatusOr<EmbedResult> r) { first.set_value(r.status()); });
-  ASSERT_TRUE(submitted(1));
+  ASSERT_TRUE(gate->WaitForArrivals(1));
   std::atomic<int> calls{0};
   std::promise<absl::Status> second;
+  std::future<absl::Status> second_done = second.get_future();
   std::function<void()> disconnect = (*service)->Embed(
       EmbedRequest{.inputs = {EmbedInput{.text = "a"}, EmbedInput{.text = "b"}, EmbedInput{.text = "c"}}},
       [&](absl::StatusOr<EmbedResult> r) {
         if (calls.fetch_add(1) == 0) second.set_value(r.status());
       });
-  ASSERT_TRUE(submitted(4));  // its three inputs are queued behind the running batch
+  ASSERT_TRUE(WaitForSubmitted(**service, 4));  // its three inputs are queued behind the held batch
   disconnect();
   disconnect();
-  const absl::Status status = second.get_future().get();
+  const bool answered = second_done.wait_for(tokenbatch::testing::kWaitLimit) == std::future_status::ready;
   // The queued inputs were cancelled, not computed after the batch in front.
   EXPECT_EQ(first_done.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
-  EXPECT_EQ(GetErrorKind(status), ErrorKind::kCancelled);
+  gate->Open();
+  ASSERT_TRUE(answered) << "the disconnect did not answer the request";
+  EXPECT_EQ(GetErrorKind(second_done.get()), ErrorKind::kCancelled);
   EXPECT_TRUE(first_done.get().ok());
   (*service).reset();
   EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(gate->arrived(), 1);  // only the first batch reached the backend
 }
 
 }  // namespace

@@ -47,7 +47,16 @@ absl::StatusOr<InputTokens> InputToTokens(const tokenizer::Tokenizer& tokenizer,
       ids.push_back(static_cast<std::int32_t>(id));
     }
   } else {
-    absl::StatusOr<tokenizer::Encoding> enc = tokenizer.Encode(input.text, {.with_offsets = false});
+    // A text to be cut is tokenised only as far as what is kept (EncodeTruncated).
+    const bool cut = limits.truncate_to > 0 &&
+                     static_cast<std::size_t>(limits.truncate_to) >= tokenizer.NumSpecialTokens(true);
+    const tokenizer::TruncationSide side = limits.direction == TruncationDirection::kLeft
+                                               ? tokenizer::TruncationSide::kLeft
+                                               : tokenizer::TruncationSide::kRight;
+    absl::StatusOr<tokenizer::Encoding> enc =
+        cut ? tokenizer.EncodeTruncated(input.text, static_cast<std::size_t>(limits.truncate_to),
+                                        {.with_offsets = false}, side)
+            : tokenizer.Encode(input.text, {.with_offsets = false});
     if (!enc.ok()) {
       // The tokenizer's own status carries no ErrorKind; tag it (qualified: ADL
       // would pick absl::InvalidArgumentError for an absl::string_view).

@@ -33,14 +33,7 @@ using testing::ReadJsonl;
 
 const std::string kGoldenDir = tokenbatch::testing::SentencePieceDir() + "/golden";
 
-
-// The tokenizer.json of a golden's tokenizer.
-std::string JsonOf(const std::string& name) {
-  if (name == "multilingual_e5_small") return testing::ReadFile(tokenbatch::testing::RealSentencePieceTokenizer());
-  const std::string trained = tokenbatch::testing::SentencePieceDir() + "/" + name + ".json";
-  if (std::filesystem::exists(trained)) return testing::ReadFile(trained);
-  return testing::TokenizerJson(name);
-}
+using testing::JsonOf;
 
 std::set<std::pair<std::string, std::string>> Exceptions() {
   std::set<std::pair<std::string, std::string>> out;

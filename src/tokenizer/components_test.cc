@@ -1,7 +1,7 @@
 // The components that only generated tokenizers use (python/tests/
 // test_tokenizer_differential.py fuzzes them against Hugging Face tokenizers):
 // normalizers Nmt, StripAccents, ByteLevel; pre-tokenizers CharDelimiterSplit,
-// Punctuation, Digits, FixedLength; the WordLevel model; the CTC decoder; the
+// Punctuation, Digits, FixedLength, UnicodeScripts; the WordLevel model; the CTC decoder; the
 // word boundary of single_word added tokens; BPE's end_of_word_suffix on a
 // byte-level vocabulary. Each expectation is what tokenizers 0.23.2 gives for
 // the same tokenizer.json (its character offsets written here as bytes).
@@ -116,6 +116,63 @@ TEST(PreTokenizerComponentsTest, FixedLengthCutsCharactersNotBytes) {
   EXPECT_EQ(e.offsets, (Offsets{{0, 3}, {3, 8}, {8, 15}}));
 }
 
+// UnicodeScripts cuts where the script changes; ' ' and characters its table
+// does not list (U+0378 is unassigned) join any script; Hiragana, Katakana and
+// U+30FC count as Han; digits and punctuation are Common, combining marks
+// Inherited. What comes before the first character of a script is dropped,
+// as a word of spaces only is. Every expectation below is what tokenizers
+// 0.23.2 gives for the same tokenizer.json.
+const std::vector<std::string> kScriptVocab = {
+    "<unk>", "Hello ", "\u043c\u0438\u0440 ", "\u4e16\u754c\u3072\u3089\u304c\u306a\u30ab\u30bf\u30ab\u30ca\u30fc ",
+    "123 ", "ok", "e", "\u0301", "\u2581", "a", "\u0431"};
+const nlohmann::json kUnicodeScripts = {{"type", "UnicodeScripts"}};
+
+TEST(PreTokenizerComponentsTest, UnicodeScriptsCutsWhereTheScriptChanges) {
+  auto tok = Load(WordLevelJson(kScriptVocab, nullptr, kUnicodeScripts));
+  ASSERT_NE(tok, nullptr);
+  Encoding e = Encode(*tok, "  Hello \u043c\u0438\u0440 \u4e16\u754c\u3072\u3089\u304c\u306a\u30ab\u30bf\u30ab\u30ca\u30fc 123 ok");
+  EXPECT_THAT(e.ids, ElementsAre(1, 2, 3, 4, 5));
+  EXPECT_EQ(e.offsets, (Offsets{{2, 8}, {8, 15}, {15, 49}, {49, 53}, {53, 55}}));
+  e = Encode(*tok, "e\u0301");
+  EXPECT_THAT(e.ids, ElementsAre(6, 7));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 1}, {1, 3}}));
+  e = Encode(*tok, "a \u0378\u0431\t a");
+  EXPECT_THAT(e.ids, ElementsAre(0, 10, 0, 9));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 4}, {4, 6}, {6, 8}, {8, 9}}));
+  EXPECT_THAT(Encode(*tok, "   ").ids, ElementsAre());
+}
+
+TEST(PreTokenizerComponentsTest, UnicodeScriptsInASequence) {
+  const nlohmann::json split_then_scripts = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "WhitespaceSplit"}}, kUnicodeScripts, {{"type", "Digits"}, {"individual_digits", true}}}}};
+  auto tok = Load(WordLevelJson(kScriptVocab, nullptr, split_then_scripts));
+  ASSERT_NE(tok, nullptr);
+  Encoding e = Encode(*tok, "Hello \u043c\u0438\u0440\u4e16\u754c a12\u0431 ok");
+  EXPECT_THAT(e.ids, ElementsAre(0, 0, 0, 9, 0, 0, 10, 5));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 5}, {6, 12}, {12, 18}, {19, 20}, {20, 21}, {21, 22}, {22, 24}, {25, 27}}));
+  // Metaspace's U+2581 is Common, so it cuts after the text is rewritten.
+  const nlohmann::json metaspace_then_scripts = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"}, {"split", false}},
+                         kUnicodeScripts}}};
+  tok = Load(WordLevelJson(kScriptVocab, nullptr, metaspace_then_scripts));
+  ASSERT_NE(tok, nullptr);
+  e = Encode(*tok, "Hello \u043c\u0438\u0440 ok");
+  EXPECT_THAT(e.ids, ElementsAre(8, 0, 8, 0, 8, 5));
+  EXPECT_EQ(e.offsets, (Offsets{{0, 1}, {0, 5}, {5, 6}, {6, 12}, {12, 13}, {13, 15}}));
+  // The leading space is dropped, so the first word no longer starts the input.
+  const nlohmann::json scripts_then_metaspace = {
+      {"type", "Sequence"},
+      {"pretokenizers", {kUnicodeScripts, {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"},
+                                           {"split", true}}}}};
+  tok = Load(WordLevelJson(kScriptVocab, nullptr, scripts_then_metaspace));
+  ASSERT_NE(tok, nullptr);
+  e = Encode(*tok, " Hello \u043c\u0438\u0440 ok");
+  EXPECT_THAT(e.ids, ElementsAre(0, 8, 0, 8, 5));
+  EXPECT_EQ(e.offsets, (Offsets{{1, 6}, {6, 7}, {7, 13}, {13, 14}, {14, 16}}));
+}
+
 TEST(ComponentOptionsTest, MalformedOptionsAreRefusedNamingTheComponent) {
   const auto error = [](const nlohmann::json& pre) {
     auto tok = Tokenizer::FromJson(WordLevelJson({"<unk>"}, nullptr, pre).dump());
@@ -125,7 +182,6 @@ TEST(ComponentOptionsTest, MalformedOptionsAreRefusedNamingTheComponent) {
   EXPECT_THAT(error({{"type", "CharDelimiterSplit"}, {"delimiter", "ab"}}), HasSubstr("CharDelimiterSplit"));
   EXPECT_THAT(error({{"type", "FixedLength"}, {"length", 0}}), HasSubstr("FixedLength"));
   EXPECT_THAT(error({{"type", "Punctuation"}, {"behavior", "Sideways"}}), HasSubstr("Punctuation behavior Sideways"));
-  EXPECT_THAT(error({{"type", "UnicodeScripts"}}), HasSubstr("unsupported pre_tokenizer: UnicodeScripts"));
   EXPECT_THAT(error({{"type", "ByteLevel"}}), HasSubstr("WordLevel model with ByteLevel"));
 }
 

@@ -59,6 +59,7 @@ absl::StatusOr<PreTokenizer> PreTokenizer::Parse(const nlohmann::json& j) {
     if (absl::Status s = ParseInto(j, "pre_tokenizer", p.steps_, p.byte_level_); !s.ok()) return s;
   }
   for (const Step& step : p.steps_) {
+    p.splits_from_start_ = p.splits_from_start_ || step.kind == Kind::kFixedLength || step.kind == Kind::kUnicodeScripts;
     if (step.kind != Kind::kMetaspace) continue;
     p.rewrites_ = true;
     p.needs_alignment_ = p.needs_alignment_ || step.prepend == Prepend::kFirst;
@@ -151,11 +152,7 @@ absl::Status PreTokenizer::ParseInto(const nlohmann::json& j, const std::string&
     if (*length == 0) return InvalidArgumentError(absl::StrCat(path, " (FixedLength): length must be at least 1"));
     step.length = *length;
   } else if (type == "UnicodeScripts") {
-    // Hugging Face classifies characters by its own Unicode 9.0 script table
-    // (tokenizers/src/pre_tokenizers/unicode_scripts/scripts.rs), which no
-    // library here carries; refused rather than split by other tables.
-    return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: UnicodeScripts at ", path,
-                                             " (needs Hugging Face's Unicode 9.0 script table)"));
+    step.kind = Kind::kUnicodeScripts;
   } else {
     return InvalidArgumentError(absl::StrCat("unsupported pre_tokenizer: ", type, " at ", path));
   }
@@ -275,6 +272,10 @@ void PreTokenizer::ApplyStep(const Step& step, std::string_view text, const std:
     }
     if (step.kind == Kind::kFixedLength) {
       SplitFixedLength(w, s, step.length, out);
+      continue;
+    }
+    if (step.kind == Kind::kUnicodeScripts) {
+      SplitUnicodeScripts(w, s, out);
       continue;
     }
     if (step.kind == Kind::kCharClass) {

@@ -1,7 +1,8 @@
 // Pre-tokenizers of tokenizer.json: Split (regex or literal pattern, every split
 // behaviour, invert), ByteLevel (add_prefix_space, use_regex), BertPreTokenizer,
 // Whitespace, WhitespaceSplit, Metaspace (replacement, prepend_scheme, split),
-// CharDelimiterSplit, Punctuation, Digits, FixedLength and Sequence. They cut normalised text into the words the model encodes one at a
+// CharDelimiterSplit, Punctuation, Digits, FixedLength, UnicodeScripts and
+// Sequence. They cut normalised text into the words the model encodes one at a
 // time. Metaspace also rewrites the text (spaces become the replacement
 // character, which may be put before a word), as Hugging Face's does; those
 // pre-tokenizers go through SplitRewriting.
@@ -68,6 +69,11 @@ class PreTokenizer {
   // True when SplitRewriting needs io's alignments even without offsets
   // (Metaspace's prepend_scheme "first" asks whether a word starts the input).
   [[nodiscard]] bool needs_alignment() const { return needs_alignment_; }
+  // True when where a step splits depends on all of the piece before it, not
+  // on a few characters around: FixedLength counts from the piece's start,
+  // UnicodeScripts carries the last script across any run of Any characters.
+  // A piece's end can then not be split without its start (truncation.cc).
+  [[nodiscard]] bool splits_from_start() const { return splits_from_start_; }
 
   // Splits `text` (valid UTF-8) into words, replacing `words`. `scratch` is reused
   // storage. Requires !rewrites_text().
@@ -79,7 +85,9 @@ class PreTokenizer {
   void SplitRewriting(NormalizedText& io, bool align, std::vector<Word>& words, std::vector<Word>& scratch) const;
 
  private:
-  enum class Kind { kSplit, kByteLevel, kBert, kWhitespaceSplit, kMetaspace, kCharClass, kFixedLength };
+  enum class Kind {
+    kSplit, kByteLevel, kBert, kWhitespaceSplit, kMetaspace, kCharClass, kFixedLength, kUnicodeScripts
+  };
   enum class Prepend { kAlways, kFirst, kNever };
   struct Step {
     Kind kind = Kind::kSplit;
@@ -106,6 +114,7 @@ class PreTokenizer {
   bool byte_level_ = false;
   bool rewrites_ = false;
   bool needs_alignment_ = false;
+  bool splits_from_start_ = false;
 };
 
 }  // namespace tokenbatch::tokenizer::internal

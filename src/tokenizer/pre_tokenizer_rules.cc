@@ -1,11 +1,31 @@
 // Shared splitting rules; see pre_tokenizer_rules.h.
 #include "tokenizer/pre_tokenizer_rules.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <iterator>
 
 #include "tokenizer/unicode.h"
 
 namespace tokenbatch::tokenizer::internal {
+namespace {
+
+// Inclusive code point range [first, last] of one script class.
+struct ScriptRange {
+  char32_t first;
+  char32_t last;
+  uint8_t script;
+};
+
+// The reference's script table is its own (an old Unicode version that no
+// library here carries), so it was measured from the reference wheel by
+// probing its UnicodeScripts (scripts/tokenizer/gen_script_table.py), and
+// python/tests/test_tokenizer_differential.py checks it over every code point.
+#include "tokenizer/unicode_scripts.inc"
+static_assert(kScriptClassCount <= 256, "script classes must fit ScriptRange::script");
+
+}  // namespace
 
 std::optional<SplitBehavior> ParseSplitBehavior(std::string_view name) {
   if (name == "Removed") return SplitBehavior::kRemoved;
@@ -114,6 +134,28 @@ void SplitFixedLength(const Word& w, std::string_view s, size_t length, std::vec
     ++chars;
   }
   EmitWordPart(w, start, s.size(), out);
+}
+
+int UnicodeScriptClass(char32_t c) {
+  const auto* next = std::upper_bound(std::begin(kScriptRanges), std::end(kScriptRanges), c,
+                                      [](char32_t v, const ScriptRange& r) { return v < r.first; });
+  if (next == std::begin(kScriptRanges)) return 0;
+  const ScriptRange& r = *std::prev(next);
+  return c <= r.last ? r.script : 0;
+}
+
+void SplitUnicodeScripts(const Word& w, std::string_view s, std::vector<Word>& out) {
+  int last = 0;  // the last class other than Any; 0 before the first
+  size_t start = 0;
+  int len = 0;
+  for (size_t i = 0; i < s.size(); i += static_cast<size_t>(len)) {
+    const int script = UnicodeScriptClass(DecodeUtf8(s, i, len));
+    if (script == 0 || script == last) continue;
+    if (last != 0) EmitWordPart(w, start, i, out);
+    start = i;
+    last = script;
+  }
+  if (last != 0) EmitWordPart(w, start, s.size(), out);
 }
 
 }  // namespace tokenbatch::tokenizer::internal

@@ -1,7 +1,8 @@
 // The splitting rules that the pre-tokenizers share: how a split keeps the
 // delimiters it finds (Hugging Face's SplitDelimiterBehavior,
 // tokenizers/src/tokenizer/normalizer.rs), the character classes that
-// Punctuation, Digits and CharDelimiterSplit split on, and FixedLength's chunks.
+// Punctuation, Digits and CharDelimiterSplit split on, FixedLength's chunks and
+// UnicodeScripts' script runs.
 //
 // Stateless functions over the Word they are given; safe on any thread.
 #pragma once
@@ -38,5 +39,18 @@ void FindCharMatches(std::string_view s, CharClass cls, char32_t delimiter,
 // Cuts the virtual string `s` of `w` into chunks of `length` characters (the
 // last may be shorter); `length` > 0.
 void SplitFixedLength(const Word& w, std::string_view s, size_t length, std::vector<Word>& out);
+
+// The script class of `c` in Hugging Face's UnicodeScripts pre-tokenizer
+// (tokenizers/src/pre_tokenizers/unicode_scripts), Hiragana, Katakana and
+// U+30FC counted as Han: 0 ("Any") for ' ' and the characters its table does
+// not list, else a number shared by exactly the characters of one script.
+[[nodiscard]] int UnicodeScriptClass(char32_t c);
+
+// Cuts the virtual string `s` of `w` as UnicodeScripts does: before every
+// character whose class is not Any and differs from the last class other than
+// Any before it. Any characters join the word before them; those before the
+// word's first character that is not Any (all of a word of Any characters
+// only) are dropped, as the reference drops them.
+void SplitUnicodeScripts(const Word& w, std::string_view s, std::vector<Word>& out);
 
 }  // namespace tokenbatch::tokenizer::internal

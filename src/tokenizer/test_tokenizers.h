@@ -60,4 +60,14 @@ inline std::string TokenizerJson(const std::string& name) {
   return base.dump();
 }
 
+// The tokenizer.json of any test tokenizer: the real XLM-R one
+// ("multilingual_e5_small"), one scripts/prepare_assets.sh trained into the
+// build tree (tokenbatch::testing::SentencePieceDir()), or TokenizerJson's.
+inline std::string JsonOf(const std::string& name) {
+  if (name == "multilingual_e5_small") return ReadFile(tokenbatch::testing::RealSentencePieceTokenizer());
+  const std::string trained = tokenbatch::testing::SentencePieceDir() + "/" + name + ".json";
+  if (std::filesystem::exists(trained)) return ReadFile(trained);
+  return TokenizerJson(name);
+}
+
 }  // namespace tokenbatch::tokenizer::testing

@@ -64,8 +64,9 @@ TEST(TokenizerLoadTest, RefusesUnsupportedComponentsByNameAndJsonPath) {
               HasSubstr("unsupported normalizer: Precompiledd at normalizer"));
   EXPECT_THAT(LoadError(SyntheticWith("normalizer", {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", "Unknown"}}}}})),
               HasSubstr("unsupported normalizer: Unknown at normalizer.normalizers[1]"));
-  EXPECT_THAT(LoadError(SyntheticWith("pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "UnicodeScripts"}}}}})),
-              HasSubstr("unsupported pre_tokenizer: UnicodeScripts at pre_tokenizer.pretokenizers[0]"));
+  EXPECT_THAT(LoadError(SyntheticWith("pre_tokenizer", {{"type", "Sequence"},
+                                                        {"pretokenizers", {{{"type", "UnicodeScripts"}}, {{"type", "Scripts"}}}}})),
+              HasSubstr("unsupported pre_tokenizer: Scripts at pre_tokenizer.pretokenizers[1]"));
   EXPECT_THAT(LoadError(SyntheticWith("decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}, {{"type", "Wav"}}}}})),
               HasSubstr("unsupported decoder: Wav at decoder.decoders[1]"));
   EXPECT_THAT(LoadError(SyntheticWith("post_processor", {{"type", "Fancy"}})),
@@ -76,6 +77,27 @@ TEST(TokenizerLoadTest, RefusesUnsupportedComponentsByNameAndJsonPath) {
                                                         {"behavior", "Isolated"}})),
               HasSubstr("invalid regex"));
   EXPECT_THAT(LoadError(SyntheticWith("model.merges", nlohmann::json::array({nlohmann::json::array({"t", "##nothere"})}))), HasSubstr("not in vocab"));
+}
+
+// UnicodeScripts alone and in a Sequence; the ids and offsets are what
+// tokenizers 0.23.2 gives for the same files.
+TEST(TokenizerLoadTest, UnicodeScriptsSplitsAloneAndInASequence) {
+  const nlohmann::json scripts = {{"type", "UnicodeScripts"}};
+  auto alone = Tokenizer::FromJson(SyntheticWith("pre_tokenizer", scripts));
+  auto sequence = Tokenizer::FromJson(SyntheticWith(
+      "pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", {{{"type", "WhitespaceSplit"}}, scripts}}}));
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_TRUE(sequence.ok()) << sequence.status();
+  const EncodeOptions options{.add_special_tokens = false, .with_offsets = true};
+  // Spaces join the Latin word before them; '-' and '.' are Common.
+  auto e = (*sequence)->Encode("the world-the world.", options);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->ids, (std::vector<uint32_t>{31, 48, 0, 31, 48, 0}));
+  EXPECT_EQ(e->offsets, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 3}, {4, 9}, {9, 10}, {10, 13}, {14, 19}, {19, 20}}));
+  e = (*alone)->Encode("world  the", options);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->ids, (std::vector<uint32_t>{47, 10, 0, 6, 4, 30}));
+  EXPECT_EQ(e->offsets, (std::vector<std::pair<uint32_t, uint32_t>>{{0, 4}, {4, 5}, {5, 7}, {7, 8}, {8, 9}, {9, 10}}));
 }
 
 // BPE dropout randomises training only: a file carrying it encodes as without it.

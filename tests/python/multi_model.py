@@ -19,7 +19,8 @@ not. Checked:
     model's label, and the balancer weight is one number for the replica;
   - refusals at start, each with a clear message and a non-zero exit: two models
     with one name, a model directory that fails to load, memory models that do
-    not fit the limit together, --device-memory without a calibration.
+    not fit the limit together, --device-memory without a calibration, and a
+    calibration given for another model or layout (its fingerprint differs).
 """
 import json
 import os
@@ -39,12 +40,29 @@ MAX_INPUT = 128      # tokens; each model's calibration and limit
 C0, C1 = 1_000_000, 20_000
 
 
-def calibration(binary, tmp, name):
-    """A checked calibration file from a grid whose peaks follow C0 + C1·B·L."""
+def fingerprint(binary, tmp, model_dir):
+    """The fingerprint `tokenbatch calibrate` records of `model_dir` measured as this
+    test serves it (one thread; the build's attention kernel), from a real run on
+    a small grid (whether it recommends or refuses, it writes the file)."""
+    out = os.path.join(tmp, os.path.basename(os.path.normpath(model_dir)) + ".measured.json")
+    subprocess.run([binary, "calibrate", "--model-id", model_dir, "--threads", "1", "--memory-limit", "1GB",
+                    "--grid", "1,2,4:8,16,32", "--repeats", "1", "--json", out],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    with open(out) as f:
+        found = json.load(f)["fingerprint"]
+    with open(os.path.join(model_dir, "config.json")) as f:
+        config = json.load(f)
+    assert found["architecture"] == config["model_type"] and found["hidden_size"] == config["hidden_size"], found
+    return found
+
+
+def calibration(binary, tmp, name, model_dir):
+    """A checked calibration file for `model_dir` from a grid whose peaks follow C0 + C1·B·L."""
     grid = [{"batch_size": b, "seq_len": l, "latency_us": 500 + 2.0 * b * l, "peak_bytes": C0 + C1 * b * l}
             for b in (1, 2, 4, 8, 16, 32, 64) for l in (16, 32, 64, 128)]
     measured = {"model": {"name": name, "path": name, "max_positions": 512}, "device": "cpu", "pooling": "cls",
-                "threads": 1, "loaded_process_bytes": 100_000_000, "model_load_bytes": 50_000_000, "grid": grid}
+                "threads": 1, "loaded_process_bytes": 100_000_000, "model_load_bytes": 50_000_000, "grid": grid,
+                "fingerprint": fingerprint(binary, tmp, model_dir)}
     source, out = os.path.join(tmp, f"{name}.grid.json"), os.path.join(tmp, f"{name}.json")
     with open(source, "w") as f:
         json.dump(measured, f)
@@ -129,7 +147,7 @@ def main():
     texts = [t for t in corpus() if len(t) > 200]
     texts = (texts * (384 // len(texts) + 1))[:384]
     with tempfile.TemporaryDirectory() as tmp:
-        calibrations = [calibration(binary, tmp, n) for n in names]
+        calibrations = [calibration(binary, tmp, n, d) for n, d in zip(names, (embed_dir, rerank_dir, sparse_dir))]
         common = ["--threads", "1", "--max-batch-requests", "64", "--max-input-tokens", str(MAX_INPUT)]
         per_model = []
         for d, n, c in zip((embed_dir, rerank_dir, sparse_dir), names, calibrations):
@@ -192,8 +210,16 @@ def main():
                 "the memory models do not fit the limit together: model embed's longest input alone needs")
         refused(binary, ["--model-id", embed_dir, "--model-id", rerank_dir, "--device-memory", "1GB"],
                 "has no --calibration")
+        # A calibration is refused for a model or a layout it was not measured
+        # on: its fingerprint names the first field that differs.
+        other = os.path.join(os.path.dirname(os.path.normpath(embed_dir)), "xlm-roberta")
+        refused(binary, ["--model-id", other, "--calibration", calibrations[0], *common],
+                f"--calibration {calibrations[0]} was measured on architecture bert, and the model served has "
+                "xlm-roberta")
+        refused(binary, ["--model-id", embed_dir, "--calibration", calibrations[0], "--execution", "padded", *common],
+                f"--calibration {calibrations[0]} was measured on execution packed, and the model served has padded")
     print(f"multi_model: 3 models on {LIMIT} bytes, peak in flight {int(peak)} bytes, {int(waits)} waits; "
-          "answers equal each model served alone; 4 refusals")
+          "answers equal each model served alone; 6 refusals")
 
 
 if __name__ == "__main__":

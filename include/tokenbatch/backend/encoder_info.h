@@ -88,6 +88,15 @@ struct QuantizationQuality {
 struct EncoderInfo {
   std::string name;               // the implementation: "torch", "hf" or "noop"
   std::string architecture;       // config.json model_type ("bert", ...); "" when unknown
+  // config.json's hidden_size (the encoder layers' width, which Encoder::
+  // hidden_size(), the output's, need not be), num_hidden_layers and
+  // num_attention_heads; 0 when unknown.
+  std::int64_t layer_width = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  // The batch layout the forwards run in: "packed" (no padding computed) or
+  // "padded"; "" when the encoder does not say (a TorchScript module, noop).
+  std::string execution;
   std::string dtype = "float32";  // weights and activations
   // The attention kernel ("eager", "sdpa", "flash_varlen", "efficient_varlen");
   // "" when the encoder does not say (a TorchScript module, noop).

@@ -44,8 +44,20 @@
 
 namespace tokenbatch::server {
 
+// What EmbeddingService::Create does when max_batch_tokens cannot hold one
+// input of the input limit (max_input_tokens when set, else the backend's
+// max_positions): such inputs, which the model accepts, would otherwise be cut
+// or refused by the batching budget alone.
+enum class ShortBudget {
+  kRefuse,  // Create fails with InvalidArgument naming the budget, the limit and the fixes
+  kRaise,   // max_batch_tokens becomes the cost of one such input: for a budget
+            // that is a default nobody chose (`tokenbatch serve` without
+            // --max-batch-tokens or --calibration)
+};
+
 struct ServiceOptions {
   BatcherOptions batcher;
+  ShortBudget short_budget = ShortBudget::kRefuse;
   int tokenizer_threads = 2;
   // Default of EmbedRequest::truncate (TEI's --auto-truncate). Off in the
   // library, where a caller chooses; `tokenbatch serve` turns it on, as TEI's
@@ -75,8 +87,11 @@ class EmbeddingService {
   using TokenizeCallback = std::function<void(absl::StatusOr<std::vector<std::vector<TokenInfo>>>)>;
 
   // Starts the tokenizer pool and the Batcher. The scheduler's max_input_tokens is
-  // capped at the backend's max_positions. Errors: InvalidArgument for bad
-  // options (those of Batcher::Create) or a missing tokenizer or backend.
+  // capped at the backend's max_positions, and max_batch_tokens must hold one
+  // input of that many tokens (options.short_budget; src/service/input_limit.h).
+  // Errors: InvalidArgument for bad options (those of Batcher::Create), a budget
+  // below the input limit under ShortBudget::kRefuse, or a missing tokenizer or
+  // backend.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<EmbeddingService>> Create(
       ServiceOptions options, std::unique_ptr<tokenizer::Tokenizer> tokenizer,
       std::unique_ptr<backend::Encoder> backend);

@@ -17,7 +17,8 @@
 //                    BertPreTokenizer, Whitespace, WhitespaceSplit, Metaspace
 //                    (replacement, prepend_scheme always/first/never, split),
 //                    CharDelimiterSplit, Punctuation, Digits, FixedLength,
-//                    Sequence
+//                    UnicodeScripts (the reference's own script table, measured
+//                    from its wheel), Sequence
 //   post-processors: TemplateProcessing (single and pair), BertProcessing,
 //                    RobertaProcessing, ByteLevel, Sequence
 //   decoders:        ByteLevel, WordPiece, Metaspace, BPEDecoder, Replace,
@@ -26,9 +27,9 @@
 //                    normalised text for "normalized": true), leftmost-longest,
 //                    with lstrip / rstrip / single_word (the regex crate's \w of
 //                    Unicode 16.0 as the word class)
-// Anything else (the UnicodeScripts pre-tokenizer, an unknown type) is refused
-// at load with an error naming it and its JSON path (e.g. "unsupported
-// normalizer: Foo at normalizer.normalizers[1]"). Two fields are read but
+// Anything else (an unknown type) is refused at load with an error naming it
+// and its JSON path (e.g. "unsupported normalizer: Foo at
+// normalizer.normalizers[1]"). Two fields are read but
 // deliberately not applied by Encode/Count: "padding" (padding is the batcher's
 // job), and "truncation" (Hugging Face would cut every encoding to its
 // max_length; here the scheduler's policy decides, so the full count is returned
@@ -97,8 +98,11 @@ struct Encoding {
   std::vector<uint32_t> word_ends;
 };
 
+// Which end of a sequence truncation cuts (Hugging Face's truncation_side):
+// kRight keeps the first tokens, kLeft the last.
+enum class TruncationSide { kRight, kLeft };
 // Which end of a sequence EncodePair cuts.
-enum class PairTruncationSide { kRight, kLeft };
+using PairTruncationSide = TruncationSide;
 
 // Which sequences of a pair EncodePair cuts to fit max_tokens (Hugging Face
 // tokenizers' TruncationStrategy, by its names).
@@ -173,12 +177,21 @@ class Tokenizer {
   [[nodiscard]] absl::StatusOr<size_t> Count(std::string_view text, bool add_special_tokens = true) const;
 
   // Encodes `text` keeping at most `max_tokens` tokens in all: the text's tokens
-  // are cut at the end and the post-processor's special tokens are kept (for
-  // BERT: [CLS] first max_tokens-2 tokens [SEP]), as Hugging Face's truncation
-  // "longest_first" does for one sequence. Errors: those of Encode, and
+  // are cut at the end (`side` kRight; kLeft cuts the start) and the
+  // post-processor's special tokens are kept (for BERT: [CLS] first
+  // max_tokens-2 tokens [SEP]), as Hugging Face's truncation "longest_first"
+  // does for one sequence. The ids, offsets and special mask equal Encode's
+  // followed by that cut, but only the part of a long text that holds the kept
+  // tokens is tokenised (src/tokenizer/truncation.cc says how), so the work is
+  // bounded by max_tokens, not by the text's length, except a linear UTF-8
+  // check, texts whose kept end is one word longer than the rest, and a kLeft
+  // cut with offsets (encoded whole: the reference's offsets there depend on
+  // all that precedes).
+  // options.with_word_ends is not supported here. Errors: those of Encode, and
   // InvalidArgumentError when max_tokens < NumSpecialTokens(add_special_tokens).
   [[nodiscard]] absl::StatusOr<Encoding> EncodeTruncated(std::string_view text, size_t max_tokens,
-                                                         const EncodeOptions& options = {}) const;
+                                                         const EncodeOptions& options = {},
+                                                         TruncationSide side = TruncationSide::kRight) const;
 
   // Splits `text` into overlapping windows of at most `window_tokens` tokens each
   // (special tokens included), consecutive windows sharing `overlap_tokens` text
@@ -252,6 +265,8 @@ class Tokenizer {
 
  private:
   struct Impl;
+  // Tests set EncodeTruncated's chunk sizes (truncation_test.cc).
+  friend struct TokenizerTestPeer;
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
