@@ -113,13 +113,17 @@ def test_higher_priority_is_served_first():
         return list(batch)
 
     async def queued(s, n):
-        while s.stats().queue_requests < n:
+        # Bounded, so that a scheduler that never queues fails instead of hanging.
+        await asyncio.wait_for(_until(lambda: s.stats().queue_requests >= n), timeout=30)
+
+    async def _until(condition):
+        while not condition():
             await asyncio.sleep(0.001)
 
     async def main():
         async with tokenbatch.Scheduler(worker, max_batch_size=1, max_wait=0) as s:
             first = asyncio.ensure_future(s.submit("running"))
-            await asyncio.to_thread(started.wait, 10)
+            assert await asyncio.to_thread(started.wait, 30), "the first batch never reached the worker"
             # The lows queue first, behind the running batch; the high comes last.
             low = [asyncio.ensure_future(s.submit(f"low{i}", priority=0)) for i in range(3)]
             await queued(s, 3)

@@ -104,7 +104,7 @@ def test_cancelling_the_first_of_n_shifts_no_result():
     async def main():
         async with tokenbatch.Scheduler(worker, max_batch_size=1, max_wait=0) as s:
             blocker = asyncio.ensure_future(s.submit("blocker"))
-            await asyncio.to_thread(started.wait, 10)
+            assert await asyncio.to_thread(started.wait, 30), "the first batch never reached the worker"
             tasks = [asyncio.ensure_future(s.submit(f"q{i}")) for i in range(10)]
             await asyncio.sleep(0.01)
             tasks[0].cancel()  # queued behind the blocker: removed, never computed
@@ -133,7 +133,7 @@ def test_a_full_queue_raises_overloaded_with_retry_after():
     async def main():
         async with tokenbatch.Scheduler(worker, max_queue_size=3, max_batch_size=1, max_wait=0) as s:
             tasks = [asyncio.ensure_future(s.submit("t0"))]
-            await asyncio.to_thread(started.wait, 10)
+            assert await asyncio.to_thread(started.wait, 30), "the first batch never reached the worker"
             tasks += [asyncio.ensure_future(s.submit(f"t{i}")) for i in range(1, 4)]
             await asyncio.sleep(0.05)
             with pytest.raises(tokenbatch.Overloaded) as raised:
@@ -204,7 +204,7 @@ def test_close_with_cancel_queued_fails_the_queue_with_shutting_down():
     async def main():
         s = tokenbatch.Scheduler(worker, max_batch_size=1, max_wait=0).start()
         tasks = [asyncio.ensure_future(s.submit(f"t{i}")) for i in range(10)]
-        await asyncio.to_thread(started.wait, 10)  # t0 in flight, t1..t9 queued
+        assert await asyncio.to_thread(started.wait, 30), "the first batch never reached the worker"  # t0 in flight, t1..t9 queued
         closing = asyncio.ensure_future(s.close(cancel_queued=True))
         # t0 is released only once the queued ones have failed, so that none of
         # them could have been run after it instead.

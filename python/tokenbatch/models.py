@@ -37,7 +37,7 @@ class _Model:
         device: str = "cpu",
         dtype: str = "float32",
         execution: str = "packed",
-        max_batch_tokens: int = 16384,
+        max_batch_tokens: int | None = None,
         max_batch_size: int = 256,
         max_wait: float = 0.002,
         num_threads: int = 0,
@@ -49,7 +49,7 @@ class _Model:
             device=device,
             dtype=dtype,
             execution=execution,
-            max_batch_tokens=max_batch_tokens,
+            max_batch_tokens=0 if max_batch_tokens is None else max_batch_tokens,
             max_batch_size=max_batch_size,
             max_wait_s=float(max_wait),
             num_threads=num_threads,
@@ -91,9 +91,10 @@ class Embedder(_Model):
         budget is Σ tokens) or "padded" (B × Lmax).
     max_batch_tokens, max_batch_size, max_wait (seconds): the batcher's limits;
         concurrent callers share batches. Inputs longer than the model's
-        max_seq_length are cut to it, as sentence-transformers does; a
-        max_batch_tokens that cannot hold one input of max_seq_length tokens
-        is refused (ValueError), never made the input limit.
+        max_seq_length are cut to it, as sentence-transformers does. The
+        default max_batch_tokens (None) is 16,384 tokens, raised to hold one
+        input of max_seq_length; one given that cannot hold such an input is
+        refused (ValueError), never made the input limit.
     Raises ValueError (a malformed directory, naming the file; a budget below
     the model's input limit), FileNotFoundError.
     Thread-safety: every method may be called from any thread or loop at once.

@@ -68,11 +68,12 @@ def budget(calibration, out=""):
 
 
 def calibrated(calibration, exit_status, log, out):
-    """Calibrate's verdict where the fit's quality is the machine's, not the code's:
-    a recommendation (exit 0) and a refusal with its reason (exit 1, the file
-    without a recommendation, the reason as the last line of the log) are both
-    right. A crash, a missing file, or a file that contradicts the exit status is
-    not."""
+    """Calibrate's verdict where the latency fit's quality is the machine's load,
+    not the code's: a recommendation (exit 0) and a refusal for the latency fit
+    (exit 1, the file without a recommendation, the reason as the last line of
+    the log) are both right. Any other refusal (peaks not measured, the memory
+    fit, no budget), a crash, a missing file, or a file that contradicts the exit
+    status is not."""
     status = int(exit_status)
     try:
         with open(calibration) as f:
@@ -89,7 +90,8 @@ def calibrated(calibration, exit_status, log, out):
     write(out, figures)
     if status == 0 and not refused and recommended and all(recommended.get(k, 0) > 0 for k in ("sum", "padded")):
         print(f"ok recommended max_batch_tokens sum {recommended['sum']}, padded {recommended['padded']}")
-    elif status == 1 and refused and not recommended and last.endswith("no recommendation: " + refused):
+    elif (status == 1 and refused.startswith("the latency fit misses") and not recommended
+          and last.endswith("no recommendation: " + refused)):
         print(f"ok refused with its reason (the fit's quality is this machine's load): {refused}")
     else:
         print(f"FAIL calibrate exited {status} with recommendation {recommended} and refusal {refused!r}; "

@@ -1,6 +1,8 @@
 #include "backend/model_fingerprint.h"
 
-#include <exception>
+#include <algorithm>
+#include <iterator>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +21,7 @@ struct Field {
 constexpr Field<std::string> kTextFields[] = {
     {"architecture", &ModelFingerprint::architecture}, {"dtype", &ModelFingerprint::dtype},
     {"quantization", &ModelFingerprint::quantization}, {"execution", &ModelFingerprint::execution},
-    {"attention", &ModelFingerprint::attention},
+    {"attention", &ModelFingerprint::attention}, {"pooling", &ModelFingerprint::pooling},
 };
 constexpr Field<std::int64_t> kCountFields[] = {
     {"hidden_size", &ModelFingerprint::hidden_size},
@@ -43,6 +45,7 @@ ModelFingerprint FingerprintOf(const EncoderInfo& info, std::int64_t output_widt
           .quantization = info.quantization,
           .execution = info.execution,
           .attention = info.attention,
+          .pooling = info.pooling,
           .threads = threads};
 }
 
@@ -57,23 +60,46 @@ nlohmann::json FingerprintJson(const ModelFingerprint& f) {
 absl::StatusOr<ModelFingerprint> ParseFingerprint(const nlohmann::json& object) {
   if (!object.is_object()) return InvalidArgumentError("fingerprint: expected an object");
   ModelFingerprint f;
-  const char* reading = "";
-  try {
-    for (const auto& field : kTextFields) {
-      reading = field.name;
-      f.*field.member = object.at(field.name).get<std::string>();
+  std::size_t known = 0;
+  for (const auto& field : kTextFields) {
+    if (!object.contains(field.name)) return InvalidArgumentError(absl::StrCat("fingerprint.", field.name, " is missing"));
+    const nlohmann::json& v = object.at(field.name);
+    if (!v.is_string()) return InvalidArgumentError(absl::StrCat("fingerprint.", field.name, " must be a string"));
+    f.*field.member = v.get<std::string>();
+    ++known;
+  }
+  // Counts, threads last, as integers: 384.9 or true would otherwise be read as 384 or 1.
+  const auto count = [&](const char* name, std::int64_t most) -> absl::StatusOr<std::int64_t> {
+    if (!object.contains(name)) return InvalidArgumentError(absl::StrCat("fingerprint.", name, " is missing"));
+    const nlohmann::json& v = object.at(name);
+    if (!v.is_number_integer()) return InvalidArgumentError(absl::StrCat("fingerprint.", name, " must be an integer"));
+    const std::int64_t n = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(most)
+                               ? most + 1
+                               : v.get<std::int64_t>();
+    if (n < 0 || n > most) {
+      return InvalidArgumentError(absl::StrCat("fingerprint.", name, " must be in [0, ", most, "], got ", v.dump()));
     }
-    for (const auto& field : kCountFields) {
-      reading = field.name;
-      const std::int64_t v = object.at(field.name).get<std::int64_t>();
-      if (v < 0) return InvalidArgumentError(absl::StrCat("fingerprint.", field.name, " must be >= 0, got ", v));
-      f.*field.member = v;
+    ++known;
+    return n;
+  };
+  for (const auto& field : kCountFields) {
+    absl::StatusOr<std::int64_t> n = count(field.name, std::numeric_limits<std::int64_t>::max() - 1);
+    if (!n.ok()) return n.status();
+    f.*field.member = *n;
+  }
+  absl::StatusOr<std::int64_t> threads = count("threads", std::int64_t{1} << 20);
+  if (!threads.ok()) return threads.status();
+  f.threads = static_cast<int>(*threads);
+  if (known != object.size()) {
+    for (const auto& [key, value] : object.items()) {
+      const bool text = std::any_of(std::begin(kTextFields), std::end(kTextFields),
+                                    [&](const auto& field) { return key == field.name; });
+      const bool number = std::any_of(std::begin(kCountFields), std::end(kCountFields),
+                                      [&](const auto& field) { return key == field.name; });
+      if (!text && !number && key != "threads") {
+        return InvalidArgumentError(absl::StrCat("fingerprint: unknown field \"", key, "\""));
+      }
     }
-    reading = "threads";
-    f.threads = object.at("threads").get<int>();
-    if (f.threads < 0) return InvalidArgumentError(absl::StrCat("fingerprint.threads must be >= 0, got ", f.threads));
-  } catch (const std::exception& e) {  // nlohmann's: a missing key or another type
-    return InvalidArgumentError(absl::StrCat("fingerprint.", reading, ": ", e.what()));
   }
   return f;
 }

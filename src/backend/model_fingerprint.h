@@ -31,6 +31,9 @@ struct ModelFingerprint {
   std::string quantization;     // "int8", or "" for none
   std::string execution;        // "packed", "padded", or ""
   std::string attention;        // the attention kernel: "sdpa", "eager", ...
+  // What the head computes: "cls", "mean", "last" or "splade" pooling (splade
+  // holds B x L x vocabulary logits), or "" for a classifier.
+  std::string pooling;
   int threads = 0;              // the --threads the forwards ran with (0 = the default)
 
   friend bool operator==(const ModelFingerprint&, const ModelFingerprint&) = default;
@@ -46,7 +49,8 @@ struct ModelFingerprint {
 [[nodiscard]] nlohmann::json FingerprintJson(const ModelFingerprint& fingerprint);
 
 // Reads that object back. Errors: InvalidArgumentError naming the first field
-// that is missing or of the wrong type, or a count that is negative.
+// that is missing, of another JSON type (a count must be an integer), a count
+// that is negative, threads above 2^20, or a key that is not a field.
 [[nodiscard]] absl::StatusOr<ModelFingerprint> ParseFingerprint(const nlohmann::json& object);
 
 // OkStatus when `served` equals `calibrated`; else InvalidArgumentError naming

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <iterator>
+#include <utility>
+
 #include "backend/calibration_file.h"
 
 namespace tokenbatch::backend {
@@ -11,13 +14,14 @@ namespace {
 using ::testing::HasSubstr;
 
 ModelFingerprint MiniLm() {
-  return {.architecture = "bert", .hidden_size = 384, .num_layers = 6, .num_heads = 12, .vocab_size = 30522,
-          .dtype = "float32", .quantization = "", .execution = "packed", .attention = "sdpa", .threads = 2};
+  return {.architecture = "bert", .hidden_size = 384, .num_layers = 6, .num_heads = 12,
+          .vocab_size = 30522, .dtype = "float32", .quantization = "", .execution = "packed", .attention = "sdpa",
+          .pooling = "mean", .threads = 2};
 }
 
 TEST(ModelFingerprintTest, FromTheEncodersInfo) {
-  EncoderInfo info{.name = "hf", .architecture = "bert", .layer_width = 384, .num_layers = 6, .num_heads = 12,
-                   .execution = "packed", .dtype = "float32", .attention = "sdpa", .vocab_size = 30522};
+  EncoderInfo info{.name = "hf", .architecture = "bert", .layer_width = 384, .num_layers = 6, .num_heads = 12, .execution = "packed", .dtype = "float32", .attention = "sdpa", .pooling = "mean",
+                   .vocab_size = 30522};
   // A Dense module's or a classifier's output width is not the layers' width.
   EXPECT_EQ(FingerprintOf(info, 768, 2), MiniLm());
   info.layer_width = 0;  // a TorchScript module says only its output width
@@ -36,18 +40,33 @@ TEST(ModelFingerprintTest, JsonRoundTrip) {
 TEST(ModelFingerprintTest, AMissingOrBadFieldIsNamed) {
   nlohmann::json j = FingerprintJson(MiniLm());
   j.erase("num_heads");
-  EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr("fingerprint.num_heads"));
+  EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr("fingerprint.num_heads is missing"));
+  const std::pair<const char*, nlohmann::json> bad[] = {
+      {"attention", 3},         {"hidden_size", -1},   {"hidden_size", 384.9}, {"threads", true},
+      {"threads", 4294967297},  {"pooling", nullptr},
+  };
+  const char* messages[] = {
+      "fingerprint.attention must be a string",
+      "fingerprint.hidden_size must be in [0, 9223372036854775806], got -1",
+      "fingerprint.hidden_size must be an integer",
+      "fingerprint.threads must be an integer",
+      "fingerprint.threads must be in [0, 1048576], got 4294967297",
+      "fingerprint.pooling must be a string",
+  };
+  for (std::size_t i = 0; i < std::size(bad); ++i) {
+    j = FingerprintJson(MiniLm());
+    j[bad[i].first] = bad[i].second;
+    EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr(messages[i])) << i;
+  }
   j = FingerprintJson(MiniLm());
-  j["attention"] = 3;
-  EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr("fingerprint.attention"));
-  j = FingerprintJson(MiniLm());
-  j["hidden_size"] = -1;
-  EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr("fingerprint.hidden_size must be >= 0, got -1"));
+  j["heads"] = 12;
+  EXPECT_THAT(ParseFingerprint(j).status().message(), HasSubstr("fingerprint: unknown field \"heads\""));
   EXPECT_FALSE(ParseFingerprint(nlohmann::json::array()).ok());
 }
 
 // The defects a held-back battery found: a 384-wide file accepted for a 64-wide
-// model, a packed/sdpa file for --execution padded or --attn-implementation eager.
+// model, a packed/sdpa file for --execution padded or --attn-implementation eager;
+// and a head that computes more (splade's B x L x vocabulary logits).
 TEST(ModelFingerprintTest, EachDifferenceIsRefusedNamingTheFieldAndBothValues) {
   EXPECT_TRUE(CheckFingerprint(MiniLm(), MiniLm(), "f.json").ok());
   struct Case {
@@ -65,6 +84,8 @@ TEST(ModelFingerprintTest, EachDifferenceIsRefusedNamingTheFieldAndBothValues) {
       {[](ModelFingerprint& f) { f.dtype = "bfloat16"; }, "on dtype float32, and the model served has bfloat16"},
       {[](ModelFingerprint& f) { f.quantization = "int8"; }, "on quantization none, and the model served has int8"},
       {[](ModelFingerprint& f) { f.threads = 1; }, "on threads 2, and the model served has 1"},
+      {[](ModelFingerprint& f) { f.pooling = "splade"; }, "on pooling mean, and the model served has splade"},
+      {[](ModelFingerprint& f) { f.pooling = ""; }, "on pooling mean, and the model served has none"},
   };
   for (const Case& c : cases) {
     ModelFingerprint served = MiniLm();

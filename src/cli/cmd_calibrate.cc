@@ -182,6 +182,10 @@ Measured FromJson(const std::string& path) {
     m.load_bytes = j.at("model_load_bytes").get<std::int64_t>();
     m.points = backend::ParseCalibrationGrid(j.at("grid"));
     if (j.contains("fingerprint")) m.fingerprint = j.at("fingerprint");
+    if (m.fingerprint.is_null()) {
+      std::cerr << "calibrate: " << path << " records no fingerprint of the model it measured; serve --calibration "
+                << "refuses what this writes: calibrate the model itself\n";
+    }
   } catch (const CLI::Error&) {  // a Fail above: already said why
     throw;
   } catch (const std::exception& e) {  // nlohmann's, and ParseCalibrationGrid's range errors

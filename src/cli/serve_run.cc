@@ -143,7 +143,7 @@ std::unique_ptr<server::EmbeddingService> StartModel(const ServePlan& plan, std:
                         which + "service (max_batch_tokens from " + config.budget_origin + ")");
   const SchedulerOptions& s = service->options().batcher.scheduler;
   if (s.max_batch_tokens != budget_asked) {
-    spdlog::info("{}max_batch_tokens raised from the default {} to {} {}, the cost of one input of the model's limit "
+    spdlog::info("{}max_batch_tokens raised from the default {} to {} {}, the cost of one input of the input limit "
                  "of {} tokens (--max-batch-tokens sets it)",
                  which, budget_asked, s.max_batch_tokens, s.cost_model.unit(), s.max_input_tokens);
   }

@@ -62,6 +62,9 @@ nb::object ToArray(const std::vector<std::vector<float>>& values, std::int64_t r
   return nb::cast(nb::ndarray<nb::numpy, float>(buffer, {n, cols}, owner));
 }
 
+// Embedder's and Reranker's budget when none is given (tokens).
+constexpr std::int64_t kDefaultMaxBatchTokens = 16384;
+
 struct LoadOptions {
   std::string model_dir, device, dtype, execution;
   std::int64_t max_batch_tokens, max_batch_size;
@@ -96,7 +99,9 @@ class Model {
     const hf::ModelDirectory& dir = (*encoder)->model();
     server::ServiceOptions s;
     s.batcher.scheduler.cost_model = *execution == hf::Execution::kPacked ? CostModel::Sum() : CostModel::Padded();
-    s.batcher.scheduler.max_batch_tokens = o.max_batch_tokens;
+    // 0: the default budget, raised to hold one longest input (as serve's).
+    s.batcher.scheduler.max_batch_tokens = o.max_batch_tokens > 0 ? o.max_batch_tokens : kDefaultMaxBatchTokens;
+    s.short_budget = o.max_batch_tokens > 0 ? server::ShortBudget::kRefuse : server::ShortBudget::kRaise;
     s.batcher.scheduler.max_batch_size = o.max_batch_size;
     s.batcher.scheduler.max_wait = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(o.max_wait_s));
     // The model's limit; a max_batch_tokens that cannot hold one such input is

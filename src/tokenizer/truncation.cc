@@ -5,11 +5,14 @@
 // A long text is encoded in a chunk taken from its kept end (the start for
 // TruncationSide::kRight, the end for kLeft), cut at a character boundary.
 // The pipeline's decisions are local: a normaliser composes or maps a few
-// characters, a pre-tokenizer's pattern looks a character or so ahead, and an
-// added token is matched where it is written. So the words of a chunk that lie
-// more than a margin from its cut tokenise as in the whole text; those within
-// it (a word cut in two, an added token cut in two, a prefix space the chunk's
-// start gained) are dropped. When the words beyond the margin hold the tokens
+// characters, a pre-tokenizer's pattern looks a character or so ahead and
+// restarts after whitespace, and an added token is matched where it is
+// written. So a chunk from the end starts at a word that follows whitespace,
+// a chunk's cut is measured from before the whitespace run it falls in (an
+// added token with lstrip takes such a run whole), and the words of a chunk
+// that lie more than a margin from its cut tokenise as in the whole text;
+// those within it (a word cut in two, an added token cut in two, a prefix
+// space the chunk's start gained) are dropped. When the words beyond the margin hold the tokens
 // to keep, they are the whole text's first (or last) tokens; otherwise the
 // chunk grows fourfold, up to the whole text. (A cut from the start, which
 // keeps the end, is encoded whole where offsets are asked for or the
@@ -39,6 +42,42 @@ size_t CharBoundaryAtOrBefore(std::string_view text, size_t i) {
 size_t CharBoundaryAtOrAfter(std::string_view text, size_t i) {
   while (i < text.size() && IsContinuationByte(text[i])) ++i;
   return i;
+}
+
+// Whether the character starting at text[i] is White_Space.
+bool WhitespaceAt(std::string_view text, size_t i) {
+  int len = 0;
+  return internal::IsWhitespace(internal::DecodeUtf8(text, i, len));
+}
+
+// The start of the run of whitespace that ends at `end` (`end` itself when
+// text[end - 1] is not whitespace). An added token with lstrip takes a
+// whitespace run before it whole, however long, so a run the cut falls in
+// may tokenise otherwise in the whole text.
+size_t TrailingWhitespaceStart(std::string_view text, size_t end) {
+  while (end > 0) {
+    const size_t begin = CharBoundaryAtOrBefore(text, end - 1);
+    if (!WhitespaceAt(text, begin)) break;
+    end = begin;
+  }
+  return end;
+}
+
+// The first character at or after `i` that is not whitespace and follows
+// whitespace; text.size() when there is none. A chunk from the end starts
+// there: a pre-tokenizer's pattern restarts after whitespace (a run of digits
+// is grouped by threes from its first digit, Llama 3's \p{N}{1,3}), and an
+// added token with rstrip takes the whitespace before it, not this character.
+size_t NextWordStart(std::string_view text, size_t i) {
+  i = CharBoundaryAtOrAfter(text, i);
+  bool after_space = false;
+  while (i < text.size()) {
+    const bool space = WhitespaceAt(text, i);
+    if (after_space && !space) return i;
+    after_space = space;
+    i = CharBoundaryAtOrAfter(text, i + 1);
+  }
+  return text.size();
 }
 
 // Tokens [word_ends[w-1], word_ends[w]) of word w.
@@ -118,8 +157,9 @@ absl::StatusOr<Encoding> Tokenizer::EncodeTruncated(std::string_view text, size_
     }
     for (size_t chunk = std::max({plan.whole_text_bytes, keep * plan.bytes_per_token + 2 * margin, size_t{1}});
          chunk < text.size(); chunk *= 4) {
-      const size_t begin = right ? 0 : CharBoundaryAtOrAfter(text, text.size() - chunk);
+      const size_t begin = right ? 0 : NextWordStart(text, text.size() - chunk);
       const size_t end = right ? CharBoundaryAtOrBefore(text, chunk) : text.size();
+      if (begin >= end) continue;  // no word starts in the chunk: a larger one
       Encoding piece;
       if (absl::Status s = impl_->Run(text.substr(begin, end - begin), /*with_offsets=*/true, &piece, nullptr,
                                       /*with_word_ends=*/true);
@@ -127,8 +167,8 @@ absl::StatusOr<Encoding> Tokenizer::EncodeTruncated(std::string_view text, size_
         return s;
       }
       if (right) {
-        const size_t size = end - begin;
-        const size_t safe = SafeLeadingTokens(piece, static_cast<uint32_t>(size > margin ? size - margin : 0));
+        const size_t kept_end = TrailingWhitespaceStart(text, end);
+        const size_t safe = SafeLeadingTokens(piece, static_cast<uint32_t>(kept_end > margin ? kept_end - margin : 0));
         if (safe >= keep) out = Slice(piece, 0, keep, options.with_offsets);
       } else {
         const size_t first = FirstSafeTrailingToken(piece, static_cast<uint32_t>(margin));

@@ -44,7 +44,8 @@ Encoding Cut(const Encoding& all, size_t max_tokens, TruncationSide side) {
 // Long texts (beyond what is encoded whole) from the committed real texts,
 // joined by separators that are hard to cut near: runs of spaces and newlines
 // up to past the cut margin, the tokenizer's added tokens as written,
-// combining marks, emoji, and runs of CJK without spaces. Every other text is
+// combining marks, emoji, runs of CJK without spaces, and runs of digits
+// (which Llama 3 groups by threes from a run's first digit). Every other text is
 // sparse in tokens (each separator a long whitespace run), so that the tokens
 // kept reach the cut of a chunk and the words near it are tested.
 std::vector<std::string> LongTexts(const nlohmann::json& tokenizer_json, unsigned seed, size_t smallest,
@@ -82,6 +83,8 @@ std::vector<std::string> LongTexts(const nlohmann::json& tokenizer_json, unsigne
         text.append(1 + rng() % 300, '\n');
       } else if (pick == 2 && !added.empty()) {
         text += added[rng() % added.size()];
+      } else if (pick == 3) {
+        for (size_t d = 1 + rng() % 900; d > 0; --d) text += static_cast<char>('0' + rng() % 10);
       } else {
         text += separators[rng() % separators.size()];
       }
@@ -263,6 +266,64 @@ TEST(TruncationErrorsTest, SplitsThatCountFromTheStartAreNotChunkedFromTheEnd) {
       auto cut = (*tok)->EncodeTruncated(c.text, keep, {.with_offsets = false}, TruncationSide::kLeft);
       ASSERT_TRUE(cut.ok()) << cut.status();
       EXPECT_EQ(cut->ids, Cut(all, keep, TruncationSide::kLeft).ids) << c.json;
+    }
+  }
+}
+
+// An added token with lstrip (rstrip) takes the whitespace run before (after)
+// it whole, however long: a cut inside such a run must not keep the run's own
+// tokens. The tokens ▁ of a Metaspace that makes every space a word show it.
+TEST(TruncationErrorsTest, WhitespaceAnAddedTokenStripsIsNotCutApart) {
+  const std::string json = nlohmann::json{
+      {"version", "1.0"},
+      {"added_tokens",
+       {{{"id", 4}, {"content", "<m>"}, {"single_word", false}, {"lstrip", true}, {"rstrip", true},
+         {"normalized", false}, {"special", false}}}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "always"},
+                         {"split", true}}},
+      {"post_processor", nullptr},
+      {"decoder", nullptr},
+      {"model", {{"type", "WordLevel"},
+                 {"vocab", {{"<unk>", 0}, {"\u2581a", 1}, {"\u2581b", 2}, {"\u2581", 3}, {"<m>", 4}}},
+                 {"unk_token", "<unk>"}}}}.dump();
+  auto tok = Tokenizer::FromJson(json);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::string repeated_a, repeated_b;
+  for (int i = 0; i < 3000; ++i) repeated_a += "a ", repeated_b += " b";
+  const std::string spaces(9000, ' ');
+  struct Case {
+    std::string text;
+    TruncationSide side;
+  };
+  const Case cases[] = {
+      {repeated_a.substr(0, 1000) + spaces + "<m>" + repeated_b, TruncationSide::kRight},
+      {repeated_a + "<m>" + spaces + repeated_b.substr(0, 1000), TruncationSide::kLeft},
+  };
+  for (const Case& c : cases) {
+    const Encoding all = *(*tok)->Encode(c.text, {.with_offsets = true});
+    for (size_t keep : {400, 600, 900}) {
+      auto cut = (*tok)->EncodeTruncated(c.text, keep, {.with_offsets = false}, c.side);
+      ASSERT_TRUE(cut.ok()) << cut.status();
+      EXPECT_EQ(cut->ids, Cut(all, keep, c.side).ids) << "keep " << keep;
+    }
+  }
+}
+
+// Llama 3 groups digits by threes from a run's first digit (\p{N}{1,3}): a
+// chunk from the end that starts inside a long run would group it out of step.
+TEST(TruncationErrorsTest, ALongDigitRunIsGroupedFromItsFirstDigit) {
+  auto tok = Tokenizer::FromJson(testing::JsonOf("llama3"));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const size_t special = (*tok)->NumSpecialTokens(true);
+  for (size_t length : {10000, 10001, 10002, 30001}) {
+    std::string text = "numbers: ";
+    for (size_t i = 0; i < length; ++i) text += static_cast<char>('0' + i % 10);
+    const Encoding all = *(*tok)->Encode(text, {.with_offsets = true});
+    for (size_t keep : {1, 64, 500}) {
+      auto cut = (*tok)->EncodeTruncated(text, keep + special, {.with_offsets = false}, TruncationSide::kLeft);
+      ASSERT_TRUE(cut.ok()) << cut.status();
+      EXPECT_EQ(cut->ids, Cut(all, keep + special, TruncationSide::kLeft).ids) << length << " digits, keep " << keep;
     }
   }
 }
