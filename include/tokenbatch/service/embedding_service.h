@@ -57,6 +57,8 @@ enum class ShortBudget {
 
 struct ServiceOptions {
   BatcherOptions batcher;
+  // When batcher.scheduler.max_batch_tokens cannot hold one input of the input
+  // limit: refuse at Create (a budget the caller chose) or raise it (a default).
   ShortBudget short_budget = ShortBudget::kRefuse;
   int tokenizer_threads = 2;
   // Default of EmbedRequest::truncate (TEI's --auto-truncate). Off in the
